@@ -1,0 +1,3 @@
+from routescope.cli import main
+
+raise SystemExit(main())

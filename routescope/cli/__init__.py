@@ -1,0 +1,71 @@
+"""The `routescope` command: a thin typer layer over routescope.api; no analysis here."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from routescope import __version__
+from routescope.errors import ExitCode, RoutescopeError
+
+app = typer.Typer(
+    name="routescope",
+    help="Which MoE top-k routing path runs during decode, and where OEA fits.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"routescope {__version__}")
+        raise typer.Exit(ExitCode.OK)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """routescope: static analysis of MoE routing in serving frameworks."""
+
+
+def _register() -> None:
+    # One module per command; each exposes `register(app)`.
+    from routescope.cli import gpus
+
+    for module in (gpus,):
+        module.register(app)
+
+
+_register()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the process exit code (0 ok, 1 check failed, 2 error)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = app(args=args, prog_name="routescope", standalone_mode=False)
+    except RoutescopeError as exc:
+        print(f"routescope: error: {exc.subject}: {exc.message}", file=sys.stderr)
+        return ExitCode.ERROR
+    except typer.Abort:
+        print("routescope: aborted", file=sys.stderr)
+        return ExitCode.ERROR
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.TyperException as exc:  # usage errors: typer prints them like click does
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            print(f"routescope: error: {exc}", file=sys.stderr)
+        return ExitCode.ERROR
+    except KeyboardInterrupt:
+        return ExitCode.ERROR
+    return int(result) if isinstance(result, int) else ExitCode.OK

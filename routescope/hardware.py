@@ -1,0 +1,77 @@
+"""GPU profiles from rules/hardware: one file per family, each with its devices and aliases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from routescope.errors import RoutescopeError
+from routescope.rules import load_rule_file, rule_files
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProfile:
+    """One concrete device of a family; the facts the trace engine asks of `torch.cuda`."""
+
+    family: str  # "sm120"
+    family_name: str
+    capability: tuple[int, int]
+    max_shared_memory_per_block: int  # bytes
+    device: str  # "rtx-pro-6000"
+    device_name: str  # what torch.cuda.get_device_name() returns
+    sm_count: int
+    memory_bandwidth_tbps: float
+    memory_gib: float
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.memory_bandwidth_tbps * 1e12
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+@cache
+def _table() -> tuple[dict[str, GpuProfile], tuple[GpuProfile, ...]]:
+    by_name: dict[str, GpuProfile] = {}
+    every: list[GpuProfile] = []
+    for path in rule_files("hardware"):
+        fam = load_rule_file(path, "hardware")
+        cap = (fam["capability"][0], fam["capability"][1])
+        for i, dev in enumerate(fam["devices"]):
+            prof = GpuProfile(
+                family=fam["id"],
+                family_name=fam["name"],
+                capability=cap,
+                max_shared_memory_per_block=fam["max_shared_memory_per_block"],
+                device=dev["id"],
+                device_name=dev["name"],
+                sm_count=dev["sm_count"],
+                memory_bandwidth_tbps=dev["memory_bandwidth_tbps"],
+                memory_gib=dev["memory_gib"],
+            )
+            every.append(prof)
+            names = [dev["id"], dev["name"], *dev.get("aliases", [])]
+            if i == 0:  # the family's names select its first (reference) device
+                names += [fam["id"], *fam["aliases"]]
+            for name in names:
+                key = _norm(name)
+                if key in by_name and by_name[key] != prof:
+                    raise RoutescopeError(str(path), f"GPU alias {name!r} is defined twice")
+                by_name[key] = prof
+    return by_name, tuple(sorted(every, key=lambda p: (-p.capability[0], -p.capability[1])))
+
+
+def all_profiles() -> tuple[GpuProfile, ...]:
+    return _table()[1]
+
+
+def resolve_gpu(name: str) -> GpuProfile:
+    """`sm120`, `sm_120`, `12.0`, `rtx-pro-6000`, `h200`, ... -> its profile, or exit-2 error."""
+    by_name = _table()[0]
+    found = by_name.get(_norm(name))
+    if found is None:
+        known = ", ".join(sorted({p.family for p in all_profiles()} | {p.device for p in all_profiles()}))
+        raise RoutescopeError(f"--gpu {name}", f"unknown GPU; known: {known}")
+    return found

@@ -1,0 +1,10 @@
+"""Renderers: each output format is a pure `render(report) -> str` in its own module."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class TextOrJson(str, Enum):
+    text = "text"
+    json = "json"
