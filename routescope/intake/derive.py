@@ -1,0 +1,149 @@
+"""Fields that no single key gives: the correction bias, MoE layer count, shared experts, quant."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from routescope.intake.aliases import BIAS_FLAGS, GROUPED_TOPK_METHODS
+from routescope.intake.fields import FieldReader, is_missing
+from routescope.intake.spec import Origin, Provenance, Sourced
+
+D = Origin.DERIVED
+
+
+@cache
+def _transformers_models_dir() -> Path | None:
+    spec = importlib.util.find_spec("transformers")  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "models"
+
+
+def _bias_in_modeling(model_type: str) -> tuple[bool, str] | None:
+    """Does transformers' modeling file for this model_type create e_score_correction_bias?"""
+    models = _transformers_models_dir()
+    if models is None:
+        return None
+    module = model_type.replace("-", "_")
+    path = models / module / f"modeling_{module}.py"
+    if not path.is_file():
+        return None
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if re.search(r"\be_score_correction_bias\b", line):
+            return True, f"transformers/models/{module}/{path.name}:{lineno}"
+    return False, f"transformers/models/{module}/{path.name}"
+
+
+def correction_bias(
+    r: FieldReader, topk_method: Sourced[Any], scoring: Sourced[Any], model_type: str | None
+) -> Sourced[bool]:
+    """Explicit flags first, then topk_method, then the model code transformers ships."""
+    for flag in BIAS_FLAGS:
+        value = r.raw(flag)
+        if not is_missing(value) and value is not None:
+            return Sourced(bool(value), Provenance(Origin.CONFIG, r.key(flag)))
+    if topk_method.value == "noaux_tc":
+        note = "topk_method noaux_tc routes with e_score_correction_bias"
+        return Sourced(True, Provenance(D, topk_method.provenance.key, note))
+    if topk_method.value is not None and topk_method.provenance.origin is Origin.CONFIG:
+        note = f"topk_method {topk_method.value!r} has no correction bias"
+        return Sourced(False, Provenance(D, topk_method.provenance.key, note))
+    found = _bias_in_modeling(model_type) if model_type else None
+    if found is not None:
+        has, where = found
+        verb = "creates" if has else "never mentions"
+        return Sourced(has, Provenance(Origin.MODEL_CODE, where, f"{verb} e_score_correction_bias"))
+    if scoring.value == "softmax":
+        note = "softmax scoring; correction biases go with sigmoid noaux_tc routing"
+        return Sourced(False, Provenance(D, scoring.provenance.key, note))
+    note = "no bias flag or topk_method in the file, no transformers modeling code to read"
+    return Sourced(None, Provenance(Origin.ABSENT, None, note))
+
+
+def fix_topk_method(
+    topk_method: Sourced[Any], scoring: Sourced[Any]
+) -> tuple[Sourced[Any], Sourced[Any]]:
+    """dots.llm1 writes the topk_method value into scoring_func: move it where it belongs."""
+    if scoring.value in GROUPED_TOPK_METHODS and topk_method.value is None:
+        key = scoring.provenance.key
+        moved = Sourced(
+            scoring.value,
+            Provenance(D, key, f"{key} holds a topk_method value, read as topk_method"),
+        )
+        unknown = Sourced(
+            None,
+            Provenance(D, key, f"{key} holds {scoring.value!r}, a topk_method; the scoring "
+                       "function is decided by the model code"),
+        )  # fmt: skip
+        return moved, unknown
+    return topk_method, scoring
+
+
+def shared_experts(r: FieldReader, count: Sourced[Any], width: Sourced[Any]) -> Sourced[Any]:
+    """Qwen-style models give only the shared expert's width: one expert of that width (or 0)."""
+    if count.known or not width.known:
+        return count
+    n = 1 if width.value else 0
+    note = f"{width.provenance.key}={width.value}: {n} shared expert(s) of that width"
+    return Sourced(n, Provenance(D, width.provenance.key, note))
+
+
+def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
+    """Count the MoE layers from whichever layer-pattern keys the config uses."""
+    n = n_layers.value
+    if not isinstance(n, int):
+        return Sourced(None, Provenance(Origin.ABSENT, None, "num_hidden_layers unknown"))
+
+    def out(count: int, keys: str, how: str) -> Sourced[int]:
+        return Sourced(count, Provenance(D, keys, how))
+
+    def value(key: str) -> Any:
+        return r.read_plain(key).value  # file first, then the transformers class default
+
+    freq = value("moe_layer_freq")
+    if isinstance(freq, list):
+        return out(sum(1 for f in freq if f), r.key("moe_layer_freq"), "layers marked 1")
+    pattern = r.raw("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        return out(pattern.count("E"), r.key("hybrid_override_pattern"), "'E' entries")
+    kinds = r.raw("layers_block_type")
+    if isinstance(kinds, list):
+        return out(kinds.count("moe"), r.key("layers_block_type"), "'moe' entries")
+    if r.view is not None and "layers_block_type" in r.view.values:
+        note = "hybrid model: its layer pattern (hybrid_override_pattern) is not in the file"
+        return Sourced(None, Provenance(Origin.ABSENT, None, note))
+    first = value("first_k_dense_replace")
+    if isinstance(first, int):
+        step = freq if isinstance(freq, int) and freq > 0 else 1
+        count = sum(1 for i in range(first, n) if i % step == 0)
+        return out(count, r.key("first_k_dense_replace"), f"i >= {first} and i % {step} == 0")
+    for key in ("decoder_sparse_step", "moe_layer_frequency", "interleave_moe_layer_step"):
+        step = value(key)
+        if isinstance(step, int) and step > 0:
+            skip = value("mlp_only_layers")
+            dense = set(skip) if isinstance(skip, list) else set()
+            count = sum(1 for i in range(n) if (i + 1) % step == 0 and i not in dense)
+            return out(count, r.key(key), f"(i + 1) % {step} == 0, minus mlp_only_layers")
+    period, offset = value("expert_layer_period"), value("expert_layer_offset")
+    if isinstance(period, int) and isinstance(offset, int) and period > 0:
+        count = sum(1 for i in range(n) if i % period == offset)
+        return out(count, r.key("expert_layer_period"), f"i % {period} == {offset}")
+    return out(n, n_layers.provenance.key or "", "no layer-pattern key: every layer is MoE")
+
+
+def quantization(raw: dict[str, Any]) -> Sourced[str]:
+    """quantization_config.quant_method (modelopt's quant_algo says fp8 or nvfp4)."""
+    qc = raw.get("quantization_config")
+    if not isinstance(qc, dict):
+        return Sourced(None, Provenance(Origin.ABSENT, None, "no quantization_config: unquantized"))
+    algo = qc.get("quant_algo")
+    if isinstance(algo, str) and algo:
+        return Sourced(algo.lower(), Provenance(Origin.CONFIG, "quantization_config.quant_algo"))
+    method = qc.get("quant_method")
+    if isinstance(method, str) and method:
+        return Sourced(method.lower(), Provenance(Origin.CONFIG, "quantization_config.quant_method"))
+    return Sourced(None, Provenance(Origin.CONFIG, "quantization_config", "no quant_method"))

@@ -1,0 +1,87 @@
+"""What `config.<attr>` returns once transformers has built the config class for this model_type.
+
+Frameworks read the config through transformers (AutoConfig), so a key that the file omits takes
+the class default, and some classes normalise values in __post_init__ (MiMo's null
+routed_scaling_factor becomes 1.0). Building the class imports transformers and torch (about 2 s),
+so the resulting attribute view is cached on disk per transformers version and config content.
+No weights are read and remote code is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from routescope.fsutil import atomic_write_text, cache_root
+
+
+@dataclass(frozen=True, slots=True)
+class ClassView:
+    """The attribute values of the transformers config object at the routing level."""
+
+    class_name: str  # "DeepseekV3Config"
+    transformers_version: str
+    values: dict[str, Any]  # attribute -> value, attribute_map aliases included
+    aliases: dict[str, str]  # attribute_map: alias -> real attribute
+
+
+def _transformers_version() -> str | None:
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _build(raw: dict[str, Any], routing_path: str) -> dict[str, Any]:
+    from transformers import CONFIG_MAPPING
+
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        return {"error": f"transformers has no config class for model_type {model_type!r}"}
+    cls = CONFIG_MAPPING[model_type]
+    try:
+        obj = cls.from_dict(dict(raw))
+    except Exception as exc:  # a config the class rejects is a fact to report, not a crash
+        return {"error": f"transformers {cls.__name__} rejected the file: {exc}".splitlines()[0]}
+    if routing_path:
+        obj = getattr(obj, routing_path, None)
+        if obj is None or not hasattr(obj, "to_dict"):
+            return {"error": f"transformers {cls.__name__} has no {routing_path} sub-config"}
+    values = {k: v for k, v in obj.to_dict().items() if _jsonable(v)}
+    aliases = dict(getattr(type(obj), "attribute_map", {}) or {})
+    for alias, target in aliases.items():
+        if target in values:
+            values[alias] = values[target]
+    return {"class_name": type(obj).__name__, "values": values, "aliases": aliases}
+
+
+def class_view(raw: dict[str, Any], routing_path: str) -> ClassView | str:
+    """The transformers attribute view, or a string saying why there is none."""
+    version = _transformers_version()
+    if version is None:
+        return "transformers is not installed"
+    blob = json.dumps([raw, routing_path], sort_keys=True, default=str).encode()
+    key = hashlib.sha256(blob).hexdigest()
+    path = cache_root() / "intake" / f"transformers-{version}" / f"{key}.json"
+    data: dict[str, Any] | None = None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None  # a missing or corrupt entry is rebuilt
+    if not isinstance(data, dict) or not ("error" in data or "values" in data):
+        data = _build(raw, routing_path)
+        atomic_write_text(path, json.dumps(data, sort_keys=True))
+    if "error" in data:
+        return str(data["error"])
+    return ClassView(data["class_name"], version, data["values"], data["aliases"])

@@ -1,0 +1,41 @@
+"""RoutingSpec -> plain JSON-able dict (the `model` and `routing` parts of every report)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routescope.intake.spec import Provenance, RoutingSpec, Sourced
+
+
+def provenance_dict(p: Provenance) -> dict[str, Any]:
+    out: dict[str, Any] = {"origin": p.origin.value}
+    if p.key:
+        out["key"] = p.key
+    if p.note:
+        out["note"] = p.note
+    return out
+
+
+def sourced_dict(s: Sourced[Any]) -> dict[str, Any]:
+    value = list(s.value) if isinstance(s.value, tuple) else s.value
+    return {"value": value, **provenance_dict(s.provenance)}
+
+
+def spec_dict(spec: RoutingSpec) -> dict[str, Any]:
+    m = spec.model
+    model: dict[str, Any] = {"ref": m.ref, "kind": m.kind, "config_path": m.config_path}
+    if m.kind == "hub":
+        model["revision"] = m.revision
+        model["commit"] = m.commit
+    model["config_sha256"] = m.sha256
+    model["architectures"] = sourced_dict(spec.architectures)
+    model["model_type"] = sourced_dict(spec.model_type)
+    if spec.routing_config_path:
+        model["routing_config_path"] = spec.routing_config_path
+    routing = {name: sourced_dict(spec.sourced(name)) for name in spec.ROUTING_FIELDS}
+    return {
+        "model": model,
+        "routing": routing,
+        "topology": spec.topology.value,
+        "notes": list(spec.notes),
+    }
