@@ -72,6 +72,8 @@ def resolve_gpu(name: str) -> GpuProfile:
     by_name = _table()[0]
     found = by_name.get(_norm(name))
     if found is None:
-        known = ", ".join(sorted({p.family for p in all_profiles()} | {p.device for p in all_profiles()}))
+        known = ", ".join(
+            sorted({p.family for p in all_profiles()} | {p.device for p in all_profiles()})
+        )
         raise RoutescopeError(f"--gpu {name}", f"unknown GPU; known: {known}")
     return found

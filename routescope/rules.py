@@ -35,7 +35,7 @@ def load_rule_file(path: Path, schema: str) -> dict[str, Any]:
     import jsonschema
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RoutescopeError(str(path), f"cannot read rule file: {exc}") from None
     try:

@@ -27,8 +27,13 @@ def gpus(
         table.add_column(col)
     for p in profiles:
         table.add_row(
-            p.family, p.device, p.device_name, f"{p.capability[0]}.{p.capability[1]}",
-            str(p.sm_count), f"{p.max_shared_memory_per_block:,} B", f"{p.memory_bandwidth_tbps} TB/s",
+            p.family,
+            p.device,
+            p.device_name,
+            f"{p.capability[0]}.{p.capability[1]}",
+            str(p.sm_count),
+            f"{p.max_shared_memory_per_block:,} B",
+            f"{p.memory_bandwidth_tbps} TB/s",
         )
     console().print(table)
 

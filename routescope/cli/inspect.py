@@ -15,8 +15,12 @@ from routescope.report import SCHEMA_VERSION
 
 
 def inspect(
-    model: str = typer.Argument(..., help="Hub id org/name[@revision], a directory, or config.json."),
-    revision: str | None = typer.Option(None, "--revision", help="Hub revision (branch, tag, commit)."),
+    model: str = typer.Argument(
+        ..., help="Hub id org/name[@revision], a directory, or config.json."
+    ),
+    revision: str | None = typer.Option(
+        None, "--revision", help="Hub revision (branch, tag, commit)."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Use only the local Hugging Face cache."),
     fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
 ) -> None:

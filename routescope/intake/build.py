@@ -47,8 +47,8 @@ def build_spec(ref: ModelRef, raw: dict[str, Any], *, use_transformers: bool = T
     model_type = _top_or_routing(raw, routing, "model_type", level)
     n_group = f["n_group"]
     _check_groups(subject, num_experts.value, n_group.value, f["topk_group"].value)
-    mt = routing.get("model_type") if isinstance(routing.get("model_type"), str) else None
-    bias = derive.correction_bias(r, topk_method, scoring, mt or model_type.value)
+    model_types = [t for t in (routing.get("model_type"), model_type.value) if isinstance(t, str)]
+    bias = derive.correction_bias(r, topk_method, scoring, model_types)
     arch = _top_or_routing(raw, routing, "architectures", level)
     arch_tuple = Sourced(
         tuple(arch.value) if isinstance(arch.value, list) else None, arch.provenance
@@ -86,7 +86,9 @@ def build_spec(ref: ModelRef, raw: dict[str, Any], *, use_transformers: bool = T
     )
 
 
-def _top_or_routing(raw: dict[str, Any], routing: dict[str, Any], key: str, level: str) -> Sourced[Any]:
+def _top_or_routing(
+    raw: dict[str, Any], routing: dict[str, Any], key: str, level: str
+) -> Sourced[Any]:
     if key in raw:
         return Sourced(raw[key], Provenance(Origin.CONFIG, key))
     if level and key in routing:
@@ -110,12 +112,14 @@ def _refuse_non_moe(subject: str, num_experts: Sourced[Any], top_k: Sourced[Any]
         )
 
 
-def _check_groups(subject: str, n: int, n_group: Any, topk_group: Any) -> None:
+def _check_groups(subject: str, n: Any, n_group: Any, topk_group: Any) -> None:
     if n_group is None:
         return
     if not isinstance(n_group, int) or n_group < 1 or n % n_group:
         raise RoutescopeError(subject, f"n_group {n_group!r} does not divide {n} experts")
-    if topk_group is not None and (not isinstance(topk_group, int) or not 1 <= topk_group <= n_group):
+    if topk_group is not None and (
+        not isinstance(topk_group, int) or not 1 <= topk_group <= n_group
+    ):
         raise RoutescopeError(subject, f"topk_group {topk_group!r} is not within 1..{n_group}")
 
 

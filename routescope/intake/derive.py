@@ -30,6 +30,9 @@ def _bias_in_modeling(model_type: str) -> tuple[bool, str] | None:
         return None
     module = model_type.replace("-", "_")
     path = models / module / f"modeling_{module}.py"
+    if not path.is_file() and module.endswith("_text"):  # llama4_text lives in llama4/
+        module = module.removesuffix("_text")
+        path = models / module / f"modeling_{module}.py"
     if not path.is_file():
         return None
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -39,7 +42,7 @@ def _bias_in_modeling(model_type: str) -> tuple[bool, str] | None:
 
 
 def correction_bias(
-    r: FieldReader, topk_method: Sourced[Any], scoring: Sourced[Any], model_type: str | None
+    r: FieldReader, topk_method: Sourced[Any], scoring: Sourced[Any], model_types: list[str]
 ) -> Sourced[bool]:
     """Explicit flags first, then topk_method, then the model code transformers ships."""
     for flag in BIAS_FLAGS:
@@ -52,7 +55,7 @@ def correction_bias(
     if topk_method.value is not None and topk_method.provenance.origin is Origin.CONFIG:
         note = f"topk_method {topk_method.value!r} has no correction bias"
         return Sourced(False, Provenance(D, topk_method.provenance.key, note))
-    found = _bias_in_modeling(model_type) if model_type else None
+    found = next((f for t in model_types if (f := _bias_in_modeling(t)) is not None), None)
     if found is not None:
         has, where = found
         verb = "creates" if has else "never mentions"
@@ -74,7 +77,7 @@ def fix_topk_method(
             scoring.value,
             Provenance(D, key, f"{key} holds a topk_method value, read as topk_method"),
         )
-        unknown = Sourced(
+        unknown: Sourced[Any] = Sourced(
             None,
             Provenance(D, key, f"{key} holds {scoring.value!r}, a topk_method; the scoring "
                        "function is decided by the model code"),
@@ -145,5 +148,7 @@ def quantization(raw: dict[str, Any]) -> Sourced[str]:
         return Sourced(algo.lower(), Provenance(Origin.CONFIG, "quantization_config.quant_algo"))
     method = qc.get("quant_method")
     if isinstance(method, str) and method:
-        return Sourced(method.lower(), Provenance(Origin.CONFIG, "quantization_config.quant_method"))
+        return Sourced(
+            method.lower(), Provenance(Origin.CONFIG, "quantization_config.quant_method")
+        )
     return Sourced(None, Provenance(Origin.CONFIG, "quantization_config", "no quant_method"))

@@ -54,7 +54,9 @@ class FieldReader:
             if filled is not None and self.view is not None:
                 note = f"config.json has null; {self.view.class_name} sets {filled!r}"
                 return Sourced(filled, Provenance(Origin.CLASS_DEFAULT, self.key(null_key), note))
-            return Sourced(None, Provenance(Origin.CONFIG, self.key(null_key), "null in config.json"))
+            return Sourced(
+                None, Provenance(Origin.CONFIG, self.key(null_key), "null in config.json")
+            )
         for path in ALIASES[name]:
             value = self._class_value(path)
             if value is not None and self.view is not None:

@@ -17,9 +17,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 PROBE_TIMEOUT_S = 3.0
 
 
-def load_spec(
-    model: str, *, offline: bool = False, revision: str | None = None
-) -> RoutingSpec:
+def load_spec(model: str, *, offline: bool = False, revision: str | None = None) -> RoutingSpec:
     """A path to config.json, a directory holding one, or `org/name[@revision]` on the hub."""
     ref, raw = read_config(model, offline=offline, revision=revision)
     return build_spec(ref, raw)
@@ -69,6 +67,15 @@ def _endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", constants.ENDPOINT).rstrip("/")
 
 
+def _hub_cache() -> str | None:
+    """Read at call time, so HF_HUB_CACHE / HF_HOME set after import still count."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return str(Path(os.environ["HF_HOME"]) / "hub")
+    return None
+
+
 def _hub_config(repo: str, revision: str | None, offline: bool) -> tuple[Path, str | None]:
     """config.json through huggingface_hub's cache; the hub is probed once, briefly, first."""
     import huggingface_hub
@@ -83,7 +90,7 @@ def _hub_config(repo: str, revision: str | None, offline: bool) -> tuple[Path, s
     try:
         found = huggingface_hub.hf_hub_download(
             repo, "config.json", revision=rev, local_files_only=local_only,
-            endpoint=_endpoint(), etag_timeout=PROBE_TIMEOUT_S + 2,
+            endpoint=_endpoint(), etag_timeout=PROBE_TIMEOUT_S + 2, cache_dir=_hub_cache(),
         )  # fmt: skip
     except (errors.RepositoryNotFoundError, errors.GatedRepoError) as exc:
         raise RoutescopeError(repo, f"hub repository not accessible: {_first_line(exc)}") from None

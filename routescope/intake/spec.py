@@ -93,7 +93,9 @@ class RoutingSpec:
     topology: Topology
     # The attribute view a framework gets from `config.<name>`: file values over class defaults.
     config_view: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    config_view_origin: dict[str, Provenance] = field(default_factory=dict, compare=False, repr=False)
+    config_view_origin: dict[str, Provenance] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     notes: tuple[str, ...] = ()
 
     ROUTING_FIELDS = (

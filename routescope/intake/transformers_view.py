@@ -55,7 +55,7 @@ def _build(raw: dict[str, Any], routing_path: str) -> dict[str, Any]:
     except Exception as exc:  # a config the class rejects is a fact to report, not a crash
         return {"error": f"transformers {cls.__name__} rejected the file: {exc}".splitlines()[0]}
     if routing_path:
-        obj = getattr(obj, routing_path, None)
+        obj = getattr(obj, routing_path, None)  # type: ignore[assignment]
         if obj is None or not hasattr(obj, "to_dict"):
             return {"error": f"transformers {cls.__name__} has no {routing_path} sub-config"}
     values = {k: v for k, v in obj.to_dict().items() if _jsonable(v)}

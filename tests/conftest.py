@@ -1,0 +1,35 @@
+"""Shared fixtures: an isolated routescope cache per test session, paths to real inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "examples" / "configs"
+DATA = Path(__file__).resolve().parent / "data" / "moe-model-configs.json"
+
+# Integration tests share one git-ignored cache (framework wheels are large); unit tests that
+# need isolation use the `isolated_cache` fixture.
+os.environ.setdefault("ROUTESCOPE_CACHE", str(ROOT / ".cache" / "routescope-test"))
+os.environ.setdefault("NO_COLOR", "1")
+
+
+@pytest.fixture
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(cache))
+    return cache
+
+
+def shared_models() -> list[dict[str, Any]]:
+    models: list[dict[str, Any]] = json.loads(DATA.read_text())["models"]
+    return models
+
+
+def config_path(name: str) -> Path:
+    return CONFIGS / name

@@ -1,0 +1,119 @@
+"""`routescope inspect` and `routescope gpus` in-process: outputs, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from routescope.cli import main
+from routescope.hardware import resolve_gpu
+from tests.conftest import CONFIGS
+
+GLM5 = str(CONFIGS / "zai-org--GLM-5.json")
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_glm5_json_has_every_field_with_provenance(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["inspect", GLM5, "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    r = doc["routing"]
+    assert doc["schema_version"]
+    assert r["num_experts"] == {"value": 256, "origin": "config.json", "key": "n_routed_experts"}
+    assert r["top_k"]["value"] == 8 and r["n_group"]["value"] == 1
+    assert r["topk_group"]["value"] == 1 and r["scoring_func"]["value"] == "sigmoid"
+    assert r["has_correction_bias"]["value"] is True
+    assert r["has_correction_bias"]["key"] == "topk_method"
+    assert r["n_shared_experts"]["value"] == 1
+    assert doc["topology"] == "degenerate-grouped"
+    assert all("origin" in v for v in r.values())
+
+
+def test_text_output_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["inspect", GLM5], capsys)
+    assert code == 0
+    assert "routed experts" in out and "256" in out and "config.json n_routed_experts" in out
+    assert "\x1b[" not in out  # not a terminal: no colour codes
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    return str(path)
+
+
+BAD = [
+    pytest.param('{"a": 1,', "malformed JSON at line 1 column 9", id="malformed"),
+    pytest.param('{"model_type": "llama", "hidden_size": 8}', "not a MoE model", id="dense"),
+    pytest.param('{"num_experts": 8, "num_experts_per_tok": 9}', "exceeds the 8", id="k>n"),
+    pytest.param('{"num_experts": 8}', "need a positive integer top-k", id="no-topk"),
+    pytest.param(
+        '{"n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 3}',
+        "does not divide",
+        id="bad-groups",
+    ),
+    pytest.param("[1, 2]", "must hold a JSON object", id="not-object"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD)
+def test_bad_config_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = _write(tmp_path, text)
+    code, out, err = run(["inspect", path], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and message in err and path in err
+
+
+def test_directory_without_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["inspect", str(tmp_path)], capsys)
+    assert code == 2 and "no config.json" in err
+
+
+def test_directory_with_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "config.json").write_text(Path(GLM5).read_text())
+    code, out, _ = run(["inspect", str(tmp_path), "--format", "json"], capsys)
+    assert code == 0 and json.loads(out)["model"]["kind"] == "dir"
+
+
+@pytest.mark.parametrize(
+    ("name", "device"),
+    [("sm120", "rtx-pro-6000"), ("sm_120", "rtx-pro-6000"), ("12.0", "rtx-pro-6000"),
+     ("RTX 5090", "rtx-5090"), ("h200", "h200"), ("B200", "b200"), ("hopper", "h100")],
+)  # fmt: skip
+def test_gpu_aliases(name: str, device: str) -> None:
+    assert resolve_gpu(name).device == device
+
+
+def test_sm120_profile_facts() -> None:
+    p = resolve_gpu("sm120")
+    assert p.capability == (12, 0) and p.max_shared_memory_per_block == 101376
+    assert p.sm_count == 188 and resolve_gpu("rtx-5090").sm_count == 170
+
+
+def test_gpus_lists_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["gpus", "--format", "json"], capsys)
+    assert code == 0
+    families = {p["family"] for p in json.loads(out)}
+    assert {"sm120", "sm100", "sm90", "sm89", "sm80"} <= families
+
+
+def test_unknown_gpu_lists_known() -> None:
+    from routescope.errors import RoutescopeError
+
+    with pytest.raises(RoutescopeError, match=r"unknown GPU; known: .*sm120"):
+        resolve_gpu("tpu-v5")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.startswith("routescope ")
