@@ -1,0 +1,165 @@
+"""Index of a SourceTree: modules parsed on demand, names resolved through imports, methods
+looked up through base classes. The trace engine and `routescope source` read code through it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from routescope.analysis.modules import ModuleInfo, module_name, parse_module
+from routescope.analysis.namespace import Binding, bindings
+from routescope.analysis.symbols import SourceSpan, Symbol, decorator_texts
+from routescope.errors import RoutescopeError
+from routescope.source.tree import SourceTree
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class Index:
+    """Modules and symbols of `tree`; each file is read and parsed when first asked for."""
+
+    def __init__(self, tree: SourceTree) -> None:
+        self.tree = tree
+        self._paths: dict[str, str] = {}
+        for relpath in tree.files():
+            name = module_name(relpath)
+            if name is not None:
+                self._paths[name] = relpath
+        self._modules: dict[str, ModuleInfo] = {}
+        self._bindings: dict[str, dict[str, list[Binding]]] = {}
+
+    def module_names(self) -> list[str]:
+        return sorted(self._paths)
+
+    def has_module(self, name: str) -> bool:
+        return name in self._paths
+
+    def relpath(self, name: str) -> str | None:
+        return self._paths.get(name)
+
+    def module(self, name: str) -> ModuleInfo | None:
+        """The parsed module `name`, or None when the tree has no such module."""
+        info = self._modules.get(name)
+        if info is None and name in self._paths:
+            relpath = self._paths[name]
+            info = parse_module(name, relpath, self.tree.read_bytes(relpath))
+            self._modules[name] = info
+        return info
+
+    def unparseable(self) -> dict[str, str]:
+        """Modules read so far that did not parse, with the reason."""
+        return {n: m.unparseable for n, m in self._modules.items() if m.unparseable}
+
+    def bindings(self, name: str) -> dict[str, list[Binding]]:
+        """Top-level bindings of module `name` ({} when absent or unparseable)."""
+        if name not in self._bindings:
+            info = self.module(name)
+            tree = info.tree if info else None
+            self._bindings[name] = bindings(tree, name, info.is_package) if info and tree else {}
+        return self._bindings[name]
+
+    def resolve(self, module: str, name: str) -> Symbol | None:
+        """What `name` means at the top level of `module`, following imports and re-exports
+        to the defining module; an import from outside the tree gives an "external" symbol."""
+        return self._resolve(module, name, set())
+
+    def _resolve(self, module: str, name: str, seen: set[tuple[str, str]]) -> Symbol | None:
+        if (module, name) in seen:
+            return None  # an import cycle that never defines the name
+        seen.add((module, name))
+        if not self.has_module(module):
+            return Symbol("external", module, name, None, None, None)
+        found = self.bindings(module).get(name)
+        if not found:
+            if self.has_module(f"{module}.{name}"):
+                return self.module_symbol(f"{module}.{name}")
+            for star in self.bindings(module).get("*", []):
+                if star.module and self.has_module(star.module):
+                    hit = self._resolve(star.module, name, seen)
+                    if hit is not None:
+                        return hit
+            return None
+        b = found[-1]
+        conditional = b.conditional or len(found) > 1
+        relpath = self._paths[module]
+        if b.kind in ("def", "class", "assign"):
+            kind = {"def": "function", "class": "class", "assign": "assignment"}[b.kind]
+            return Symbol(
+                kind,  # type: ignore[arg-type]
+                module,
+                name,
+                relpath,
+                b.line,
+                b.node,
+                conditional,
+                decorator_texts(b.node),
+            )
+        assert b.module is not None
+        if b.kind == "import":
+            return self.module_symbol(b.module)
+        imported = b.imported or name
+        if not self.has_module(b.module):
+            return Symbol("external", b.module, imported, None, None, None, conditional)
+        # `from X import Y`: X's attribute Y first, else the submodule X.Y (as Python does)
+        hit = self._resolve(b.module, imported, seen)
+        if hit is None and self.has_module(f"{b.module}.{imported}"):
+            hit = self.module_symbol(f"{b.module}.{imported}")
+        return hit
+
+    def module_symbol(self, name: str) -> Symbol:
+        """A module as a symbol (external when it is not part of the tree)."""
+        if not self.has_module(name):
+            return Symbol("external", name, "", None, None, None)
+        return Symbol("module", name, "", self._paths[name], 1, None)
+
+    def find(self, qualified: str) -> Symbol | None:
+        """ "pkg.mod:Name.attr" -> the symbol, through re-exports, submodules and bases."""
+        if ":" not in qualified:
+            return self.module_symbol(qualified) if self.has_module(qualified) else None
+        module, _, qual = qualified.partition(":")
+        parts = qual.split(".")
+        sym = self.resolve(module, parts[0])
+        for part in parts[1:]:
+            if sym is None:
+                return None
+            if sym.kind == "class":
+                sym = self.lookup_method(sym, part)
+            elif sym.kind == "module":
+                sym = self.resolve(sym.module, part)
+            else:
+                return None
+        return sym
+
+    def find_function(self, qualified: str) -> Symbol | None:
+        """Like find(), but only a function or method: "pkg.mod:func", "pkg.mod:Class.meth"."""
+        sym = self.find(qualified)
+        return sym if sym is not None and sym.kind == "function" else None
+
+    def require_function(self, qualified: str) -> Symbol:
+        """find_function(), raising a RoutescopeError that says what was found instead."""
+        sym = self.find_function(qualified)
+        if sym is None:
+            module = qualified.partition(":")[0]
+            what = "no such module" if not self.has_module(module) else "no such function"
+            raise RoutescopeError(qualified, f"{what} in {self.tree.origin}")
+        return sym
+
+    def source(self, sym: Symbol) -> SourceSpan:
+        """The source lines of a definition (decorators included) with real line numbers."""
+        info = self.module(sym.module)
+        node = sym.node
+        if info is None or node is None or not hasattr(node, "lineno"):
+            raise RoutescopeError(sym.qualname, "no source (external or a whole module)")
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        last = getattr(node, "end_lineno", None) or node.lineno
+        return SourceSpan(info.relpath, first, last, info.lines[first - 1 : last])
+
+    def lookup_method(self, cls: Symbol, name: str) -> Symbol | None:
+        """`name` on class `cls` or the first base (C3 order) that defines it."""
+        from routescope.analysis.classes import class_member, mro
+
+        for klass in mro(self, cls):
+            hit = class_member(klass, name)
+            if hit is not None:
+                return hit
+        return None

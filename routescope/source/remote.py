@@ -1,0 +1,115 @@
+"""Byte ranges of one remote file over HTTP, with a whole-file fallback when ranges are refused."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from routescope.errors import RoutescopeError
+from routescope.fsutil import atomic_write_bytes
+
+PARALLEL = 8  # concurrent range requests: each costs a round trip, not bandwidth
+RETRIES = 2  # a truncated or reset transfer is tried again this many times
+
+
+class RangeReader:
+    """Read [start, end) slices of `url`; counts bytes and requests for the benchmark.
+
+    If the server answers a range request with 200 (the whole file), the file is kept at
+    `fallback_path` (after checking `sha256`) and every later read is local.
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        url: str,
+        *,
+        subject: str,
+        sha256: str | None,
+        fallback_path: Path,
+    ) -> None:
+        self.client = client
+        self.url = url
+        self.subject = subject
+        self.sha256 = sha256
+        self.fallback_path = fallback_path
+        self.bytes_transferred = 0
+        self.requests = 0
+        self._whole: bytes | None = None
+        if fallback_path.is_file():
+            self._whole = self._load_whole(fallback_path.read_bytes())
+
+    def tail(self, length: int) -> tuple[bytes, int, int]:
+        """The last `length` bytes: (data, absolute start, file size)."""
+        if self._whole is None:
+            data, total = self._get(f"bytes=-{length}", None)
+            if self._whole is None:
+                return data, total - len(data), total
+        assert self._whole is not None
+        total = len(self._whole)
+        start = max(0, total - length)
+        return self._whole[start:], start, total
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) of the file."""
+        if self._whole is None:
+            data, _ = self._get(f"bytes={start}-{end - 1}", end - start)
+            if self._whole is None:
+                return data
+        assert self._whole is not None
+        return self._whole[start:end]
+
+    def read_many(self, spans: list[tuple[int, int]]) -> list[bytes]:
+        """Several spans, fetched concurrently; results in the order of `spans`."""
+        if len(spans) <= 1 or self._whole is not None:
+            return [self.read(s, e) for s, e in spans]
+        with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+            return list(pool.map(lambda span: self.read(*span), spans))
+
+    def _get(self, range_header: str, expect: int | None) -> tuple[bytes, int]:
+        for attempt in range(RETRIES + 1):
+            try:
+                resp = self.client.get(self.url, headers={"Range": range_header})
+            except httpx.TimeoutException:
+                raise RoutescopeError(self.subject, f"timed out reading {self.url}") from None
+            except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                if attempt < RETRIES:
+                    continue  # a dropped connection mid-body: the range is idempotent
+                raise RoutescopeError(
+                    self.subject, f"transfer interrupted, truncated data ({exc})"
+                ) from None
+            except httpx.TransportError as exc:
+                raise RoutescopeError(
+                    self.subject, f"cannot reach {self.url} ({type(exc).__name__})"
+                ) from None
+            self.requests += 1
+            self.bytes_transferred += len(resp.content)
+            if resp.status_code == 200:
+                self._whole = self._load_whole(resp.content, save=True)
+                return self._whole, len(self._whole)
+            if resp.status_code != 206:
+                raise RoutescopeError(self.subject, f"HTTP {resp.status_code} from {self.url}")
+            m = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+|\*)", resp.headers.get("content-range", ""))
+            got = len(resp.content)
+            if m and got == int(m.group(2)) - int(m.group(1)) + 1 and expect in (None, got):
+                total = int(m.group(3)) if m.group(3) != "*" else int(m.group(2)) + 1
+                return resp.content, total
+            if attempt >= RETRIES:
+                raise RoutescopeError(
+                    self.subject, f"truncated or malformed range response from {self.url}"
+                )
+        raise AssertionError("unreachable")
+
+    def _load_whole(self, data: bytes, save: bool = False) -> bytes:
+        if self.sha256 and hashlib.sha256(data).hexdigest() != self.sha256:
+            self.fallback_path.unlink(missing_ok=True)
+            raise RoutescopeError(
+                self.subject, f"downloaded wheel does not match the index's sha256 ({self.url})"
+            )
+        if save:
+            atomic_write_bytes(self.fallback_path, data)
+        return data

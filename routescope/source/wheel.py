@@ -1,0 +1,150 @@
+"""A published wheel as a SourceTree: members fetched on demand, verified, cached by hash."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from routescope.errors import RoutescopeError
+from routescope.source import cache, zipdir
+from routescope.source.listing import members_of
+from routescope.source.remote import RangeReader
+from routescope.source.tree import Metadata, parse_metadata
+from routescope.source.zipdir import Member
+
+GAP = 64 * 1024  # fetch a gap this small rather than pay another round trip
+
+
+def coalesce(members: list[Member], gap: int = GAP) -> list[tuple[int, int, list[Member]]]:
+    """Group members into spans [start, end) whose neighbours are at most `gap` bytes apart."""
+    spans: list[tuple[int, int, list[Member]]] = []
+    for m in sorted(members, key=lambda m: m.offset):
+        if spans and m.offset - spans[-1][1] <= gap:
+            start, _, group = spans[-1]
+            spans[-1] = (start, max(spans[-1][1], m.end), [*group, m])
+        else:
+            spans.append((m.offset, m.end, [m]))
+    return spans
+
+
+class WheelTree:
+    """SourceTree over one wheel's listing; `reader` is None when offline (cache only)."""
+
+    def __init__(
+        self,
+        listing: dict[str, Any],
+        reader: Callable[[], RangeReader] | None,
+        *,
+        name: str,
+        version: str,
+        filename: str,
+        progress: bool = False,
+    ) -> None:
+        self.name = name
+        self.version: str | None = version
+        self.origin = f"pypi:{name}=={version} ({filename})"
+        self._listing = listing
+        self._members = members_of(listing)
+        self._record: dict[str, str] = listing["record"]
+        self._reader_factory = reader
+        self._reader: RangeReader | None = None
+        self._progress = progress
+
+    @property
+    def reader(self) -> RangeReader | None:
+        """The range reader, created on first network use (a warm open makes no request)."""
+        if self._reader is None and self._reader_factory is not None:
+            self._reader = self._reader_factory()
+        return self._reader
+
+    def files(self) -> list[str]:
+        return sorted(n for n in self._members if n.endswith(".py"))
+
+    def metadata(self) -> Metadata:
+        return parse_metadata(self._listing["metadata"])
+
+    def wheel_size(self) -> int:
+        return int(self._listing["size"])
+
+    def read_bytes(self, relpath: str) -> bytes:
+        digest = self._digest(relpath)
+        data = cache.read_blob(digest)
+        if data is None:
+            data = self._fetch([relpath])[relpath]
+        return data
+
+    def prefetch(self, relpaths: Iterable[str]) -> None:
+        missing = [
+            p for p in dict.fromkeys(relpaths) if not cache.blob_path(self._digest(p)).is_file()
+        ]
+        if missing:
+            self._fetch(missing)
+
+    def _digest(self, relpath: str) -> str:
+        if relpath not in self._members:
+            raise RoutescopeError(self.origin, f"no file {relpath} in the wheel")
+        digest = self._record.get(relpath)
+        if digest is None:
+            raise RoutescopeError(self.origin, f"{relpath} is not listed in RECORD; refused")
+        return digest
+
+    def _fetch(self, relpaths: list[str]) -> dict[str, bytes]:
+        reader = self.reader
+        if reader is None:
+            raise RoutescopeError(
+                self.origin,
+                f"{len(relpaths)} file(s) not cached (e.g. {relpaths[0]}); run once without "
+                f"--offline: routescope source fetch {self.name}=={self.version}",
+            )
+        spans = coalesce([self._members[p] for p in relpaths])
+        out: dict[str, bytes] = {}
+        for attempt in (0, 1):
+            chunks = _read_spans(reader, spans, self._progress)
+            bad = []
+            for (start, _, group), chunk in zip(spans, chunks, strict=True):
+                for m in group:
+                    data = self._extract(m, chunk[m.offset - start : m.end - start])
+                    if data is None:
+                        bad.append(m)
+                        continue
+                    cache.write_blob(self._record[m.name], data)
+                    out[m.name] = data
+            if not bad:
+                return out
+            if attempt == 1:
+                raise RoutescopeError(
+                    self.origin,
+                    f"{bad[0].name}: content does not match its RECORD sha256 (fetched twice)",
+                )
+            spans = coalesce(bad)  # a corrupted transfer: fetch just those again
+        return out
+
+    def _extract(self, m: Member, record: bytes) -> bytes | None:
+        try:
+            data = zipdir.extract_member(m, record)
+        except zipdir.ZipFormatError:
+            return None
+        if hashlib.sha256(data).hexdigest() != self._record[m.name]:
+            return None
+        return data
+
+
+def _read_spans(
+    reader: RangeReader, spans: list[tuple[int, int, list[Member]]], progress: bool
+) -> list[bytes]:
+    pairs = [(s, e) for s, e, _ in spans]
+    if not progress or len(pairs) < 2:
+        return reader.read_many(pairs)
+    from rich.progress import Progress
+
+    from routescope.render.style import console
+
+    with Progress(console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task("fetching sources", total=sum(e - s for s, e in pairs))
+        out = []
+        for i in range(0, len(pairs), 16):  # in batches so the bar moves
+            batch = reader.read_many(pairs[i : i + 16])
+            bar.advance(task, sum(len(b) for b in batch))
+            out += batch
+        return out
