@@ -1,0 +1,158 @@
+"""Pure builtins and methods of known Python values, evaluated for real on constants."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from routescope.analysis.values import (
+    ClassVal, Const, EnumMember, External, FunctionVal, Instance, ModuleVal, Tensor, Unknown,
+    Value,
+)  # fmt: skip
+
+_PURE = {
+    "len": len, "int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
+    "list": list, "min": min, "max": max, "abs": abs, "any": any, "all": all, "sorted": sorted,
+    "round": round, "divmod": divmod, "sum": sum, "range": range, "set": set,
+    "frozenset": frozenset, "reversed": reversed, "enumerate": enumerate, "zip": zip,
+    "math.log2": math.log2, "math.ceil": math.ceil, "math.floor": math.floor,
+    "math.sqrt": math.sqrt, "math.log": math.log, "math.isclose": math.isclose,
+    "math.prod": math.prod, "math.gcd": math.gcd,
+}  # fmt: skip
+_SAFE_METHODS = {
+    str: {"split", "startswith", "endswith", "lower", "upper", "strip", "replace", "rstrip",
+          "lstrip", "partition", "rpartition", "isdigit", "join", "format", "find", "count"},
+    dict: {"get", "keys", "values", "items"},
+    list: {"index", "count"},
+    tuple: {"index", "count"},
+}  # fmt: skip
+_MISSING = object()
+
+
+class BoundConst(Value):
+    """`"12.8".split` — a method of a known value, callable with known arguments."""
+
+    __slots__ = ("name", "target")
+
+    def __init__(self, target: Const, name: str) -> None:
+        super().__init__(target.origins)
+        self.target = target
+        self.name = name
+
+
+def const_attribute(v: Const, name: str) -> Value:
+    allowed = _SAFE_METHODS.get(type(v.value), set())
+    if name in allowed:
+        return BoundConst(v, name)
+    if name in ("real", "imag") and isinstance(v.value, (int, float)):
+        return Const(getattr(v.value, name), v.origins)
+    return Unknown(f"attribute {name} of {type(v.value).__name__}")
+
+
+def _origins(vals: list[Value]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in vals:
+        out.extend(o for o in v.origins if o not in out)
+    return tuple(out)
+
+
+def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):
+        return Unknown(f"{fn.name}() of unknown arguments")
+    try:
+        result = getattr(fn.target.value, fn.name)(
+            *(a.value for a in args),  # type: ignore[attr-defined]
+            **{k: a.value for k, a in kwargs.items()},  # type: ignore[attr-defined]
+        )
+    except Exception as exc:
+        return Unknown(f"{fn.name}() raised {type(exc).__name__}")
+    if not isinstance(result, (str, int, float, bool, tuple, list, type(None))):
+        result = list(result)
+    return Const(result, _origins([fn.target, *args]))
+
+
+def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """The value of builtin `name` on these arguments, or None when it is not a builtin here."""
+    if name == "isinstance" and len(args) == 2:
+        return _isinstance(args[0], args[1])
+    if name in ("hasattr", "callable", "id", "print", "type", "getattr", "setattr", "super",
+                "map", "filter", "iter", "next", "repr", "hash", "object", "dict"):  # fmt: skip
+        return _special(name, args, kwargs)
+    fn = _PURE.get(name)
+    if fn is None:
+        return None
+    if name == "len" and args and isinstance(args[0], Instance) and args[0].label in ("tuple", "dict"):
+        return Const(len(args[0].fields))
+    if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):
+        if name in ("int", "float", "bool", "str") and args and isinstance(args[0], Tensor):
+            return Unknown(f"{name}() of a tensor (a host sync)")
+        return Unknown(f"{name}() of unknown arguments", _origins(args))
+    try:
+        result = fn(*(a.value for a in args), **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
+    except Exception as exc:
+        return Unknown(f"{name}() raised {type(exc).__name__}")
+    if isinstance(result, (range, zip, enumerate, map, filter)) or type(result).__name__.endswith("iterator"):
+        result = tuple(result)
+    return Const(result, _origins(args))
+
+
+def _special(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
+    if name == "map" and len(args) == 2 and isinstance(args[1], Const):
+        fn = args[0]
+        if isinstance(fn, External) and fn.name in _PURE and isinstance(args[1].value, (list, tuple)):
+            return _map(fn.name, args[1])
+    if name == "print":
+        return Const(None)
+    return Unknown(f"{name}()")
+
+
+def _map(fname: str, seq: Const) -> Value:
+    try:
+        return Const(tuple(_PURE[fname](x) for x in seq.value), seq.origins)
+    except Exception as exc:
+        return Unknown(f"map({fname}) raised {type(exc).__name__}")
+
+
+def _isinstance(obj: Value, cls: Value) -> Value:
+    classes = cls.value if isinstance(cls, Const) and isinstance(cls.value, tuple) else None
+    targets: list[Value] = [cls] if classes is None else [Const(c) for c in classes]
+    if isinstance(cls, Instance) and cls.label == "tuple":
+        targets = list(cls.fields.values())
+    for t in targets:
+        if isinstance(t, External) and isinstance(obj, Const):
+            py = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
+                  "list": list, "dict": dict}.get(t.name)  # fmt: skip
+            if py is not None:
+                if isinstance(obj.value, py):
+                    return Const(True, obj.origins)
+                continue
+            return Unknown(f"isinstance against {t.name}")
+        if isinstance(t, ClassVal):
+            if isinstance(obj, Instance) and obj.cls is not None:
+                if t in obj.cls.mro():
+                    return Const(True)
+                continue
+            if isinstance(obj, EnumMember):
+                if t in obj.cls.mro():
+                    return Const(True)
+                continue
+            if isinstance(obj, (Const, FunctionVal, ModuleVal)):
+                continue
+            return Unknown(f"isinstance of {type(obj).__name__} against {t.qualname}")
+        if isinstance(t, External) and t.name == "torch.Tensor":
+            if isinstance(obj, Tensor):
+                return Const(True)
+            if isinstance(obj, Const):
+                continue
+        return Unknown("isinstance against an unknown class")
+    return Const(False, obj.origins)
+
+
+def builtin_names() -> set[str]:
+    return {n for n in _PURE if "." not in n} | {
+        "isinstance", "hasattr", "callable", "id", "print", "type", "getattr", "setattr",
+        "super", "map", "filter", "iter", "next", "repr", "hash", "object", "dict",
+    }  # fmt: skip
+
+
+MISSING: Any = _MISSING

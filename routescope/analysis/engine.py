@@ -1,0 +1,724 @@
+"""The trace engine: modules, names, attributes and calls over the index of a framework tree.
+
+Generic over frameworks: what is framework-specific (platform facts, sinks, summaries) comes in
+through `Facts`, built from the rule files.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Protocol
+
+from routescope.analysis.builtins import BoundConst, builtin_names, call_bound_const, call_builtin, const_attribute
+from routescope.analysis.facts import Facts
+from routescope.analysis.interp import Budget, BudgetExceeded, Paths, merge_origins
+from routescope.analysis.state import Frame, PathState, SinkHit
+from routescope.analysis.stmts import Outcome, StmtMixin
+from routescope.analysis.values import (
+    ClassVal, Const, EnumMember, External, FunctionVal, Instance, ModuleVal, Tensor, Unknown,
+    Value,
+)  # fmt: skip
+
+_BUILTINS = builtin_names() | {
+    "None", "True", "False", "Exception", "ImportError", "ModuleNotFoundError", "ValueError",
+    "RuntimeError", "AssertionError", "KeyError", "TypeError", "AttributeError", "NotImplementedError",
+    "property", "staticmethod", "classmethod", "NotImplemented", "OSError", "__name__",
+}  # fmt: skip
+
+
+class ModuleSource(Protocol):
+    def module(self, name: str) -> Any: ...
+    def has_module(self, name: str) -> bool: ...
+
+
+class _Ctx:
+    __slots__ = ("file", "function", "module")
+
+    def __init__(self, module: ModuleVal, file: str, function: str) -> None:
+        self.module = module
+        self.file = file
+        self.function = function
+
+
+class Engine(StmtMixin):
+    def __init__(self, index: ModuleSource, facts: Facts, budget: Budget | None = None) -> None:
+        self.index = index
+        self.facts = facts
+        self.budget = budget or Budget()
+        self.modules: dict[str, ModuleVal] = {}
+        self.loading: set[str] = set()
+        self.ctx: list[_Ctx] = []
+        self._lines: dict[str, tuple[str, ...]] = {}
+
+    # --- context -----------------------------------------------------------------------------
+
+    def current_file(self) -> str:
+        return self.ctx[-1].file if self.ctx else ""
+
+    def current_function(self) -> str:
+        return self.ctx[-1].function if self.ctx else ""
+
+    def source_text(self, node: ast.AST) -> str:
+        try:
+            return " ".join(ast.unparse(node).split())
+        except Exception:
+            return type(node).__name__
+
+    # --- modules and imports -----------------------------------------------------------------
+
+    def load_module(self, name: str) -> ModuleVal | None:
+        """Evaluate a module body once; a module being loaded gives its partial globals."""
+        if name in self.modules:
+            return self.modules[name]
+        info = self.index.module(name)
+        if info is None:
+            return None
+        mod = ModuleVal(name, {"__name__": Const(name)}, info.relpath)
+        self.modules[name] = mod
+        if info.tree is None:
+            mod.globals["__unparseable__"] = Unknown(f"{info.relpath} does not parse: {info.unparseable}")
+            return mod
+        self._lines[info.relpath] = info.lines
+        self.loading.add(name)
+        st = PathState(envs=[mod.globals])
+        self.ctx.append(_Ctx(mod, info.relpath, f"{name}:<module>"))
+        try:
+            for stmt in info.tree.body:
+                self._module_stmt(mod, st, stmt)
+        finally:
+            self.ctx.pop()
+            self.loading.discard(name)
+        return mod
+
+    def _module_stmt(self, mod: ModuleVal, st: PathState, stmt: ast.stmt) -> None:
+        """Module level runs on one path: undecided branches merge (differing names -> Unknown)."""
+        try:
+            outcomes = self.exec_stmt(st, stmt)
+        except BudgetExceeded as exc:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    mod.globals[sub.id] = Unknown(str(exc))
+            return
+        normal = [s for s, kind, _ in outcomes if kind == "normal"]
+        if not normal:
+            return
+        if len(normal) == 1:
+            if normal[0].env is not mod.globals:
+                mod.globals.update(normal[0].env)
+            return
+        merged: dict[str, Value] = {}
+        keys = set().union(*(s.env.keys() for s in normal))
+        where = f"{mod.relpath}:{stmt.lineno}"
+        for key in keys:
+            vals = [s.env.get(key) for s in normal]
+            first = vals[0]
+            if all(v is first for v in vals) or (
+                all(isinstance(v, Const) for v in vals)
+                and len({repr(v.value) for v in vals}) == 1  # type: ignore[union-attr]
+            ):
+                merged[key] = first if first is not None else Unknown("unbound")
+            else:
+                merged[key] = Unknown(f"depends on the undecided condition at {where}")
+        mod.globals.clear()
+        mod.globals.update(merged)
+        st.envs[0] = mod.globals
+
+    def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                target = alias.name if alias.asname else top
+                val = self._import_module(target)
+                if isinstance(val, _ImportFailure):
+                    return [(st, "raise", val.exc)]
+                st.env[alias.asname or top] = val
+            return [(st, "normal", None)]
+        base = self._absolute(node)
+        for alias in node.names:
+            if alias.name == "*":
+                mod = self.load_module(base) if self.index.has_module(base) else None
+                if mod is not None:
+                    st.env.update({k: v for k, v in mod.globals.items() if not k.startswith("_")})
+                continue
+            val = self._import_name(base, alias.name)
+            if isinstance(val, _ImportFailure):
+                return [(st, "raise", val.exc)]
+            st.env[alias.asname or alias.name] = val
+        return [(st, "normal", None)]
+
+    def _absolute(self, node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        current = self.ctx[-1].module.name if self.ctx else ""
+        is_pkg = self.ctx[-1].file.endswith("__init__.py") if self.ctx else False
+        parts = current.split(".")
+        drop = node.level - 1 if is_pkg else node.level
+        base = parts[: len(parts) - drop] if drop else parts
+        return ".".join([*base, node.module] if node.module else base)
+
+    def _import_module(self, name: str) -> Value:
+        if self.index.has_module(name):
+            return _LazyModule(self, name)
+        avail = self.facts.package_available(name)
+        if avail is False:
+            return _ImportFailure(name)
+        origin = (f"package {name.split('.')[0]} assumed importable",) if avail is None else ()
+        return External(name, origin)
+
+    def _import_name(self, base: str, name: str) -> Value:
+        full = f"{base}.{name}"
+        if self.index.has_module(full):
+            return _LazyModule(self, full)
+        if self.index.has_module(base):
+            return _LazyName(self, base, name)
+        avail = self.facts.package_available(full)
+        if avail is False:
+            return _ImportFailure(full)
+        return External(full)
+
+    def module_attr(self, mod: ModuleVal, name: str) -> Value:
+        if name in mod.globals:
+            return self._resolve(mod.globals[name])
+        sub = f"{mod.name}.{name}"
+        if self.index.has_module(sub):
+            return self._resolve(_LazyModule(self, sub))
+        if mod.name in self.loading:
+            return _LazyName(self, mod.name, name)
+        return Unknown(f"{mod.name} has no attribute {name}")
+
+    def _resolve(self, v: Value) -> Value:
+        for _ in range(16):
+            if isinstance(v, (_LazyModule, _LazyName)):
+                v = v.resolve()
+            else:
+                return v
+        return Unknown("import cycle")
+
+    # --- names and attributes ---------------------------------------------------------------
+
+    def lookup_name(self, st: PathState, name: str) -> Value:
+        if st.envs and name in st.env:
+            return self._resolve(st.env[name])
+        if len(st.envs) > 1 and st.envs[0] is not st.env and name in st.envs[0]:
+            pass
+        fn_closure = self._closure()
+        if fn_closure is not None and name in fn_closure:
+            return self._resolve(fn_closure[name])
+        if self.ctx and name in self.ctx[-1].module.globals:
+            return self._resolve(self.ctx[-1].module.globals[name])
+        if name in ("True", "False", "None"):
+            return Const({"True": True, "False": False, "None": None}[name])
+        if name in _BUILTINS:
+            return External(name)
+        if self.ctx and self.ctx[-1].module.name in self.loading:
+            return _LazyName(self, self.ctx[-1].module.name, name)
+        return Unknown(f"name {name} is not defined")
+
+    def _closure(self) -> dict[str, Value] | None:
+        return getattr(self, "_closure_env", None)
+
+    def attribute(self, st: PathState, obj: Value, name: str) -> Paths:
+        obj = self._resolve(obj)
+        if isinstance(obj, ModuleVal):
+            return [(st, self.module_attr(obj, name))]
+        if isinstance(obj, External):
+            full = f"{obj.name}.{name}"
+            if full in self.facts.attributes:
+                return [(st, self.facts.attributes[full])]
+            return [(st, External(full, obj.origins))]
+        if isinstance(obj, _SuperProxy):
+            found = obj.cls.lookup(name) if obj.cls else None
+            if isinstance(found, FunctionVal):
+                return [(st, found.bind(obj.receiver))]
+            return [(st, found or Unknown(f"super() has no attribute {name}"))]
+        if isinstance(obj, Instance):
+            if name in obj.fields:
+                return [(st, obj.fields[name])]
+            if obj.cls is not None:
+                found = obj.cls.lookup(name)
+                if isinstance(found, FunctionVal):
+                    if "property" in found.decorators or any(d.endswith(".getter") or d == "cached_property" or d.endswith("cached_property") for d in found.decorators):
+                        return [(s, v) for s, _k, v in self._invoke(st, found.bind(obj), [], {}, None)]
+                    if "staticmethod" in found.decorators:
+                        return [(st, found)]
+                    if "classmethod" in found.decorators:
+                        return [(st, found.bind(obj.cls))]
+                    return [(st, found.bind(obj))]
+                if found is not None:
+                    return [(st, found)]
+                if obj.cls.external_bases():
+                    return [(st, Unknown(f"{obj.label or obj.cls.qualname}.{name} (from an external base)"))]
+            label = obj.label or (obj.cls.qualname if obj.cls else "object")
+            return [(st, Unknown(f"{label} has no attribute {name}"))]
+        if isinstance(obj, ClassVal):
+            found = obj.lookup(name)
+            if isinstance(found, FunctionVal) and "classmethod" in found.decorators:
+                return [(st, found.bind(obj))]
+            if found is not None:
+                return [(st, found)]
+            return [(st, Unknown(f"class {obj.qualname} has no attribute {name}"))]
+        if isinstance(obj, EnumMember):
+            if name == "name":
+                return [(st, Const(obj.name))]
+            if name == "value":
+                return [(st, obj.value)]
+            found = obj.cls.lookup(name)
+            if isinstance(found, FunctionVal):
+                return [(st, found.bind(obj))]
+            return [(st, found or Unknown(f"enum member has no {name}"))]
+        if isinstance(obj, Tensor):
+            if name == "shape" and obj.shape is not None:
+                return [(st, Instance(None, {str(i): v for i, v in enumerate(obj.shape)}, "tuple"))]
+            if name == "dtype" and obj.dtype:
+                return [(st, External(obj.dtype))]
+            return [(st, _TensorMethod(obj, name))]
+        if isinstance(obj, Const):
+            return [(st, const_attribute(obj, name))]
+        if isinstance(obj, FunctionVal):
+            return [(st, Unknown(f"attribute {name} of function"))]
+        reason = obj.reason if isinstance(obj, Unknown) else f"attribute of {type(obj).__name__}"
+        return [(st, Unknown(reason, obj.origins))]
+
+    def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None:
+        obj = self._resolve(obj)
+        if isinstance(obj, Instance):
+            obj.fields[name] = value
+        elif isinstance(obj, ClassVal):
+            obj.attrs[name] = value
+        elif isinstance(obj, ModuleVal):
+            obj.globals[name] = value
+
+    # --- definitions -------------------------------------------------------------------------
+
+    def _decorator_names(self, st: PathState, decorators: list[ast.expr]) -> tuple[str, ...]:
+        names: list[str] = []
+        for d in decorators:
+            head = d.func if isinstance(d, ast.Call) else d
+            try:
+                results = self.ev(st.fork(), head)
+            except BudgetExceeded:
+                results = []
+            val = self._resolve(results[0][1]) if results else None
+            if isinstance(val, External):
+                names.append(val.name.removeprefix("builtins."))
+            elif isinstance(val, FunctionVal):
+                names.append(val.qualname)
+            elif isinstance(val, ClassVal):
+                names.append(val.qualname)
+            else:
+                names.append(self.source_text(head))
+        return tuple(names)
+
+    def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value:
+        mod = self.ctx[-1].module
+        owner_prefix = getattr(self, "_class_prefix", "")
+        qual = f"{mod.name}:{owner_prefix}{node.name}"
+        closure = dict(st.env) if len(st.envs) > 1 or owner_prefix == "" and st.env is not mod.globals else None
+        fn = FunctionVal(qual, node, mod, self._decorator_names(st, node.decorator_list), closure=closure)
+        fn.origins = (f"{mod.relpath}:{node.lineno}",)
+        return fn
+
+    def define_class(self, st: PathState, node: ast.ClassDef) -> Value:
+        mod = self.ctx[-1].module
+        bases: list[Value] = []
+        for b in node.bases:
+            got = self.ev(st.fork(), b)
+            bases.append(self._resolve(got[0][1]) if got else Unknown("base"))
+        prefix = getattr(self, "_class_prefix", "")
+        cls = ClassVal(f"{mod.name}:{prefix}{node.name}", node, mod, tuple(bases),
+                       decorators=self._decorator_names(st, node.decorator_list))  # fmt: skip
+        cls.is_enum = any(isinstance(b, External) and b.name.startswith("enum.") or
+                          isinstance(b, ClassVal) and b.is_enum for b in bases)  # fmt: skip
+        body_st = PathState(envs=[*st.envs, {}])
+        saved = getattr(self, "_class_prefix", "")
+        self._class_prefix = f"{prefix}{node.name}."
+        try:
+            self._class_body(cls, body_st, node)
+        finally:
+            self._class_prefix = saved
+        return cls
+
+    def _class_body(self, cls: ClassVal, st: PathState, node: ast.ClassDef) -> None:
+        auto = 0
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                name = stmt.target.id
+                if stmt.value is not None:
+                    got = self.ev(st, stmt.value)
+                    cls.attrs[name] = got[0][1] if got else Unknown("class attribute")
+                cls.attrs.setdefault(f"__field__{name}", Const(name))
+                continue
+            try:
+                outcomes = self.exec_stmt(st, stmt)
+            except BudgetExceeded:
+                continue
+            if outcomes:
+                st = outcomes[0][0]
+        for key, val in st.env.items():
+            if cls.is_enum and not isinstance(val, FunctionVal) and not key.startswith("_"):
+                if isinstance(val, External) and val.name.endswith("auto"):
+                    auto += 1
+                    val = Const(auto)
+                val = EnumMember(cls, key, val)
+            cls.attrs[key] = val
+        for key, val in list(cls.attrs.items()):
+            if isinstance(val, Instance) and val.cls is not None and val.cls.lookup("__set_name__"):
+                setter = val.cls.lookup("__set_name__")
+                if isinstance(setter, FunctionVal):
+                    self._invoke(PathState(envs=[{}]), setter.bind(val), [cls, Const(key)], {}, None)
+
+    # --- calls ---------------------------------------------------------------------------------
+
+    def call(self, st: PathState, fn: Value, args: list[Value], kwargs: dict[str, Value],
+             node: ast.AST | None) -> Paths:  # fmt: skip
+        fn = self._resolve(fn)
+        if isinstance(fn, BoundConst):
+            return [(st, call_bound_const(fn, args, kwargs))]
+        if isinstance(fn, _TensorMethod):
+            return [(st, Tensor())]
+        if isinstance(fn, External):
+            return self._call_external(st, fn, args, kwargs, node)
+        if isinstance(fn, FunctionVal):
+            return [(s, v if k in ("return", "normal") else Unknown(f"raised {v}"))
+                    for s, k, v in self._invoke(st, fn, args, kwargs, node) if k != "raise"] or \
+                   [(st, Unknown(f"{fn.qualname} always raises"))]  # fmt: skip
+        if isinstance(fn, ClassVal):
+            return self._construct(st, fn, args, kwargs, node)
+        if isinstance(fn, EnumMember):
+            return [(st, Unknown("call of enum member"))]
+        reason = fn.reason if isinstance(fn, Unknown) else f"call of {type(fn).__name__}"
+        return [(st, Unknown(reason, fn.origins))]
+
+    def _call_external(self, st: PathState, fn: External, args: list[Value],
+                       kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
+        name = fn.name
+        special = self._special_builtin(st, name, args, kwargs)
+        if special is not None:
+            return special
+        if name in self.facts.calls:
+            return [(st, self.facts.calls[name])]
+        env_value = self._env_call(name, args, kwargs, node)
+        if env_value is not None:
+            return [(st, env_value)]
+        builtin = call_builtin(name, args, kwargs)
+        if builtin is not None:
+            return [(st, builtin)]
+        rule = self.facts.sink_for_external(name)
+        if rule is not None:
+            self._hit_sink(st, name, rule.kind, rule.id, node)
+        if name.startswith("torch.") or name.startswith("triton"):
+            return [(st, Tensor())]
+        return [(st, Unknown(f"result of {name}()"))]
+
+    def _special_builtin(self, st: PathState, name: str, args: list[Value],
+                         kwargs: dict[str, Value]) -> Paths | None:  # fmt: skip
+        if name in ("getattr", "hasattr") and len(args) >= 2 and isinstance(args[1], Const):
+            results = self.attribute(st, args[0], str(args[1].value))
+            out: Paths = []
+            for s, v in results:
+                missing = isinstance(v, Unknown) and "has no attribute" in v.reason
+                if name == "hasattr":
+                    if isinstance(args[0], External):
+                        full = f"{args[0].name}.{args[1].value}"
+                        known = self.facts.attributes.get(f"hasattr({full})")
+                        out.append((s, known or Unknown(f"hasattr({full})")))
+                    else:
+                        out.append((s, Const(not missing) if missing or not isinstance(v, Unknown) else v))
+                else:
+                    out.append((s, args[2] if missing and len(args) > 2 else v))
+            return out
+        if name == "setattr" and len(args) == 3 and isinstance(args[1], Const):
+            self.set_attribute(st, args[0], str(args[1].value), args[2])
+            return [(st, Const(None))]
+        if name == "super":
+            return [(st, self._super())]
+        if name == "type" and len(args) == 1:
+            a = self._resolve(args[0])
+            return [(st, a.cls if isinstance(a, Instance) and a.cls else Unknown("type()"))]
+        return None
+
+    def _super(self) -> Value:
+        frame_self = getattr(self, "_self_stack", [])
+        if not frame_self:
+            return Unknown("super() outside a method")
+        receiver, owner = frame_self[-1]
+        if owner is None:
+            return Unknown("super() without a class")
+        mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
+        rest = mro[mro.index(owner) + 1:] if owner in mro else []
+        proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))
+        return _SuperProxy(proxy, receiver)
+
+    def _env_call(self, name: str, args: list[Value], kwargs: dict[str, Value],
+                  node: ast.AST | None) -> Value | None:  # fmt: skip
+        if name not in ("os.getenv", "os.environ.get", "os.environ.__getitem__"):
+            return None
+        if not args or not isinstance(args[0], Const):
+            return Unknown("environment variable with an unknown name")
+        var = str(args[0].value)
+        if var in self.facts.env:
+            return Const(self.facts.env[var], (f"--env {var}",))
+        default = args[1] if len(args) > 1 else kwargs.get("default")
+        if default is None:
+            return Unknown(f"environment variable {var} has no default (give --env {var}=...)",
+                           (f"env {var}",))  # fmt: skip
+        where = f"{self.current_file()}:{getattr(node, 'lineno', 0)}"
+        if isinstance(default, Const):
+            return Const(default.value, (f"env {var} unset: default at {where}",))
+        return default
+
+    def _hit_sink(self, st: PathState, name: str, kind: str, rule: str, node: ast.AST | None) -> None:
+        if st.sink is None:
+            st.sink = SinkHit(name, kind, self.current_file(), getattr(node, "lineno", 0),
+                              self.current_function(), rule)  # fmt: skip
+
+    def _construct(self, st: PathState, cls: ClassVal, args: list[Value],
+                   kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
+        if cls.is_enum:
+            return [(st, self._enum_lookup(cls, args))]
+        inst = Instance(cls, {}, cls.qualname.split(":")[-1])
+        if any(d.endswith("dataclass") or d.endswith("dataclasses.dataclass") for d in cls.decorators) or \
+                any(d.endswith("NamedTuple") for d in cls.external_bases()):  # fmt: skip
+            self._dataclass_init(cls, inst, args, kwargs)
+            post = cls.lookup("__post_init__")
+            if isinstance(post, FunctionVal):
+                return [(s, inst) for s, _k, _v in self._invoke(st, post.bind(inst), [], {}, node)]
+            return [(st, inst)]
+        init = cls.lookup("__init__")
+        if isinstance(init, FunctionVal):
+            outs = self._invoke(st, init.bind(inst), args, kwargs, node)
+            return [(s, inst) for s, k, _v in outs if k != "raise"] or [(st, inst)]
+        return [(st, inst)]
+
+    def _dataclass_init(self, cls: ClassVal, inst: Instance, args: list[Value],
+                        kwargs: dict[str, Value]) -> None:  # fmt: skip
+        names: list[str] = []
+        for c in reversed(cls.mro()):
+            for key in c.attrs:
+                if key.startswith("__field__") and key[9:] not in names:
+                    names.append(key[9:])
+        for i, name in enumerate(names):
+            if i < len(args):
+                inst.fields[name] = args[i]
+            elif name in kwargs:
+                inst.fields[name] = kwargs[name]
+            else:
+                default = cls.lookup(name)
+                if isinstance(default, Const) or default is not None and not isinstance(default, FunctionVal):
+                    inst.fields[name] = default
+                else:
+                    inst.fields[name] = Unknown(f"dataclass field {name} without default")
+
+    def _enum_lookup(self, cls: ClassVal, args: list[Value]) -> Value:
+        if not args:
+            return Unknown("enum()")
+        arg = args[0]
+        if isinstance(arg, EnumMember):
+            return arg
+        if isinstance(arg, Const):
+            for m in cls.attrs.values():
+                if isinstance(m, EnumMember) and isinstance(m.value, Const) and m.value.value == arg.value:
+                    return EnumMember(m.cls, m.name, Const(m.value.value, arg.origins))
+            return Unknown(f"{cls.qualname} has no member with value {arg.value!r}")
+        return Unknown(f"{cls.qualname}(unknown)", arg.origins)
+
+    def _invoke(self, st: PathState, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value],
+                node: ast.AST | None) -> list[Outcome]:  # fmt: skip
+        """Enter a framework function, or record it as the sink, or apply its summary."""
+        decorated = self.facts.sink_for_decorators(fn.decorators)
+        if decorated is not None and decorated.kind != "none":
+            self._hit_sink(st, fn.qualname, decorated.kind, decorated.id, node)
+            return [(st, "return", Tensor())]
+        summary = self.facts.summaries.get(fn.qualname)
+        if summary is not None:
+            return [(s, "return", v) for s, v in self._summary(st, fn, summary)]
+        if self.facts.is_opaque(fn.qualname) or isinstance(fn.node, ast.Lambda):
+            return [(st, "return", Unknown(f"{fn.qualname} is not entered"))]
+        if len(st.frames) >= self.budget.max_depth:
+            st.stopped = f"call depth {self.budget.max_depth} exceeded at {fn.qualname}"
+            return [(st, "stop", Unknown(st.stopped))]
+        if any(f.function == fn.qualname for f in st.frames[-4:]) and \
+                sum(f.function == fn.qualname for f in st.frames) >= 3:  # fmt: skip
+            st.stopped = f"recursion in {fn.qualname} exceeded the budget"
+            return [(st, "stop", Unknown(st.stopped))]
+        env = self._bind(fn, args, kwargs)
+        frame = Frame(fn.qualname, fn.module.relpath, fn.node.lineno, self.current_file(),
+                      getattr(node, "lineno", 0), fn.decorators)  # fmt: skip
+        st.frames.append(frame)
+        st.trail.append(frame)
+        st.envs.append(env)
+        self.ctx.append(_Ctx(fn.module, fn.module.relpath, fn.qualname))
+        saved_closure = getattr(self, "_closure_env", None)
+        self._closure_env = fn.closure
+        stack = getattr(self, "_self_stack", [])
+        stack.append((fn.bound, fn.owner or self._owner_of(fn)))
+        self._self_stack = stack
+        try:
+            outcomes = self.exec_block(st, list(fn.node.body))  # type: ignore[arg-type]
+        except BudgetExceeded as exc:
+            st.stopped = str(exc)
+            outcomes = [(st, "stop", Unknown(str(exc)))]
+        finally:
+            stack.pop()
+            self._closure_env = saved_closure
+            self.ctx.pop()
+        result: list[Outcome] = []
+        for s, kind, val in outcomes:
+            if s.frames and s.frames[-1] is frame:
+                s.frames.pop()
+                s.envs.pop()
+            if kind == "normal":
+                result.append((s, "return", Const(None)))
+            elif kind == "stop":
+                result.append((s, "stop", val))
+            else:
+                result.append((s, kind, val))
+        return result
+
+    def _owner_of(self, fn: FunctionVal) -> ClassVal | None:
+        recv = fn.bound
+        if isinstance(recv, Instance) and recv.cls is not None:
+            for c in recv.cls.mro():
+                if any(v is fn or (isinstance(v, FunctionVal) and v.node is fn.node) for v in c.attrs.values()):
+                    return c
+        if isinstance(recv, ClassVal):
+            return recv
+        return None
+
+    def _summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths:
+        expr = ast.parse(text, mode="eval").body
+        env = self._bind(fn, [], {})
+        env.update(self.facts.bindings)
+        st.envs.append(env)
+        self.ctx.append(_Ctx(fn.module, fn.module.relpath, fn.qualname))
+        try:
+            out = self.ev(st, expr)
+        finally:
+            self.ctx.pop()
+        for s, _v in out:
+            if s.envs and s.envs[-1] is env or len(s.envs) > 1:
+                s.envs.pop()
+        return out
+
+    def _bind(self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
+        node = fn.node
+        a = node.args
+        params = [*a.posonlyargs, *a.args]
+        env: dict[str, Value] = {}
+        positional = list(args)
+        if fn.bound is not None and params and "staticmethod" not in fn.decorators:
+            env[params[0].arg] = fn.bound
+            params = params[1:]
+        defaults = list(a.defaults)
+        first_default = len(params) - len(defaults)
+        mod_state = PathState(envs=[fn.module.globals])
+        self.ctx.append(_Ctx(fn.module, fn.module.relpath, fn.qualname))
+        try:
+            for i, p in enumerate(params):
+                if i < len(positional):
+                    env[p.arg] = positional[i]
+                elif p.arg in kwargs:
+                    env[p.arg] = kwargs[p.arg]
+                elif i >= first_default:
+                    env[p.arg] = self._default(mod_state, defaults[i - first_default], fn, p.arg)
+                else:
+                    env[p.arg] = Unknown(f"argument {p.arg} not given")
+            for p, d in zip(a.kwonlyargs, a.kw_defaults):
+                if p.arg in kwargs:
+                    env[p.arg] = kwargs[p.arg]
+                elif d is not None:
+                    env[p.arg] = self._default(mod_state, d, fn, p.arg)
+                else:
+                    env[p.arg] = Unknown(f"argument {p.arg} not given")
+            if a.vararg:
+                extra = positional[len(params):]
+                env[a.vararg.arg] = Instance(None, {str(i): v for i, v in enumerate(extra)}, "tuple")
+            if a.kwarg:
+                known = {p.arg for p in [*params, *a.kwonlyargs]}
+                rest = {repr(k): v for k, v in kwargs.items() if k not in known}
+                env[a.kwarg.arg] = Instance(None, rest, "dict")
+        finally:
+            self.ctx.pop()
+        return env
+
+    def _default(self, st: PathState, node: ast.expr, fn: FunctionVal, name: str) -> Value:
+        got = self.ev(st.fork(), node)
+        v = got[0][1] if got else Unknown("default")
+        where = f"default of {name} at {fn.module.relpath}:{node.lineno}"
+        return Const(v.value, (*v.origins, where)) if isinstance(v, Const) else v
+
+    def exception_matches(self, exc: Value | None, handler: ast.ExceptHandler,
+                          st: PathState) -> bool | None:  # fmt: skip
+        if handler.type is None:
+            return True
+        wanted = self.source_text(handler.type)
+        name = exc.name if isinstance(exc, External) else exc.qualname if isinstance(exc, ClassVal) else ""
+        if isinstance(exc, Instance) and exc.cls is not None:
+            name = exc.cls.qualname
+        if not name:
+            return None
+        short = name.split(".")[-1].split(":")[-1]
+        if short in wanted or "Exception" in wanted or "BaseException" in wanted:
+            return True
+        if short == "ModuleNotFoundError" and "ImportError" in wanted:
+            return True
+        return False
+
+
+class _ImportFailure(Value):
+    """An import of a package the facts say is absent: raising ImportError at that line."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__((f"package {name} not importable",))
+        self.exc = External("ModuleNotFoundError", self.origins)
+        self.name = name
+
+
+class _LazyModule(Value):
+    def __init__(self, engine: Engine, name: str) -> None:
+        super().__init__()
+        self.engine = engine
+        self.name = name
+
+    def resolve(self) -> Value:
+        mod = self.engine.load_module(self.name)
+        return mod if mod is not None else Unknown(f"module {self.name} not found")
+
+
+class _LazyName(Value):
+    def __init__(self, engine: Engine, module: str, name: str) -> None:
+        super().__init__()
+        self.engine = engine
+        self.module = module
+        self.name = name
+
+    def resolve(self) -> Value:
+        mod = self.engine.load_module(self.module)
+        if mod is None:
+            return Unknown(f"module {self.module} not found")
+        if self.name in mod.globals:
+            v = mod.globals[self.name]
+            return v if not (isinstance(v, _LazyName) and v.module == self.module and v.name == self.name) else Unknown("cycle")
+        sub = f"{self.module}.{self.name}"
+        if self.engine.index.has_module(sub):
+            return _LazyModule(self.engine, sub).resolve()
+        if self.module in self.engine.loading:
+            return Unknown(f"{self.name} not yet defined in {self.module} (import cycle)")
+        return Unknown(f"{self.module} has no name {self.name}")
+
+
+class _TensorMethod(Value):
+    def __init__(self, tensor: Tensor, name: str) -> None:
+        super().__init__()
+        self.tensor = tensor
+        self.name = name
+
+
+class _SuperProxy(Instance):
+    def __init__(self, proxy: ClassVal, receiver: Value) -> None:
+        super().__init__(proxy, {}, "super")
+        self.receiver = receiver
+
+
+def _merge(vals: list[Value]) -> tuple[str, ...]:
+    return merge_origins(*vals)

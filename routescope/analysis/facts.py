@@ -1,0 +1,51 @@
+"""What the engine may assume about the target machine: platform primitives, packages, env,
+sink classifiers and function summaries. Built from rules/frameworks/<name>.toml and the
+deployment (GPU profile, --env, --set); every value carries its origin."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+from routescope.analysis.values import Value
+
+
+@dataclass(frozen=True, slots=True)
+class SinkRule:
+    id: str
+    kind: str
+    external: str = ""  # glob on the external callee, "sgl_kernel.*"
+    decorator: str = ""  # glob on a framework function's decorator, "torch.compile"
+
+    def matches_external(self, name: str) -> bool:
+        return bool(self.external) and fnmatch.fnmatchcase(name, self.external)
+
+    def matches_decorator(self, names: tuple[str, ...]) -> bool:
+        return bool(self.decorator) and any(
+            fnmatch.fnmatchcase(d, self.decorator) for d in names
+        )
+
+
+@dataclass
+class Facts:
+    attributes: dict[str, Value] = field(default_factory=dict)  # "torch.version.cuda"
+    calls: dict[str, Value] = field(default_factory=dict)  # "torch.cuda.get_device_capability"
+    env: dict[str, str] = field(default_factory=dict)  # --env K=V
+    packages: dict[str, bool] = field(default_factory=dict)  # optional package -> importable
+    sinks: list[SinkRule] = field(default_factory=list)
+    summaries: dict[str, str] = field(default_factory=dict)  # qualname -> expression text
+    opaque: list[str] = field(default_factory=list)  # globs of framework functions not entered
+    bindings: dict[str, Value] = field(default_factory=dict)  # names summaries may use
+
+    def sink_for_external(self, name: str) -> SinkRule | None:
+        return next((s for s in self.sinks if s.matches_external(name)), None)
+
+    def sink_for_decorators(self, names: tuple[str, ...]) -> SinkRule | None:
+        return next((s for s in self.sinks if s.matches_decorator(names)), None)
+
+    def package_available(self, module: str) -> bool | None:
+        top = module.split(".")[0]
+        return self.packages.get(module, self.packages.get(top))
+
+    def is_opaque(self, qualname: str) -> bool:
+        return any(fnmatch.fnmatchcase(qualname, g) for g in self.opaque)

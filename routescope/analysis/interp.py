@@ -1,0 +1,435 @@
+"""The trace engine's interpreter: path-sensitive abstract evaluation of a Python subset.
+
+Expressions evaluate to a list of (path, value) pairs: most give one, a call into framework code
+gives one per way the callee can return, and an undecided condition forks the path in two.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import time
+from collections.abc import Callable
+from typing import Any
+
+from routescope.analysis.builtins import call_builtin, const_attribute
+from routescope.analysis.facts import Facts
+from routescope.analysis.state import Decision, Input, Part, PathState
+from routescope.analysis.values import (
+    ClassVal, Const, EnumMember, External, FunctionVal, Instance, ModuleVal, Tensor, Unknown,
+    Value, describe, truth,
+)  # fmt: skip
+
+Paths = list[tuple[PathState, Value]]
+
+BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+}  # fmt: skip
+CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}  # fmt: skip
+
+
+class BudgetExceeded(Exception):
+    """A path outgrew a budget; it ends as Unknown with this reason."""
+
+
+class Budget:
+    def __init__(self, max_paths: int = 256, max_depth: int = 28, seconds: float = 8.0,
+                 loop_limit: int = 64) -> None:  # fmt: skip
+        self.max_paths = max_paths
+        self.max_depth = max_depth
+        self.deadline = time.monotonic() + seconds
+        self.loop_limit = loop_limit
+        self.seconds = seconds
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise BudgetExceeded(f"time budget of {self.seconds:g} s exhausted")
+
+
+def merge_origins(*vals: Value) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in vals:
+        for o in v.origins:
+            if o not in out:
+                out.append(o)
+    return tuple(out)
+
+
+def _unknown_from(reason: str, *vals: Value) -> Unknown:
+    unknowns = [v for v in vals if isinstance(v, Unknown)]
+    if unknowns:
+        return Unknown(unknowns[0].reason, merge_origins(*vals))
+    return Unknown(reason, merge_origins(*vals))
+
+
+class ExprMixin:
+    """Expressions. Needs `call`, `attribute`, `lookup_name`, `module_of_frame` from the engine."""
+
+    facts: Facts
+    budget: Budget
+
+    # provided by the engine
+    def call(self, st: PathState, fn: Value, args: list[Value], kwargs: dict[str, Value],
+             node: ast.AST) -> Paths: ...  # fmt: skip
+    def attribute(self, st: PathState, obj: Value, name: str) -> Paths: ...
+    def lookup_name(self, st: PathState, name: str) -> Value: ...
+    def current_file(self) -> str: ...
+    def current_function(self) -> str: ...
+    def source_text(self, node: ast.AST) -> str: ...
+
+    def ev(self, st: PathState, node: ast.expr) -> Paths:
+        self.budget.check_time()
+        method = getattr(self, f"ev_{type(node).__name__}", None)
+        if method is None:
+            return [(st, Unknown(f"unsupported expression {type(node).__name__}"))]
+        result: Paths = method(st, node)
+        return result
+
+    def ev_seq(self, st: PathState, nodes: list[ast.expr]) -> list[tuple[PathState, list[Value]]]:
+        acc: list[tuple[PathState, list[Value]]] = [(st, [])]
+        for n in nodes:
+            nxt: list[tuple[PathState, list[Value]]] = []
+            for s, vals in acc:
+                if isinstance(n, ast.Starred):
+                    for s2, v in self.ev(s, n.value):
+                        items = v.value if isinstance(v, Const) and isinstance(v.value, (tuple, list)) else None
+                        if items is None:
+                            nxt.append((s2, [*vals, Unknown("starred argument")]))
+                        else:
+                            nxt.append((s2, [*vals, *(Const(i, v.origins) for i in items)]))
+                    continue
+                for s2, v in self.ev(s, n):
+                    nxt.append((s2, [*vals, v]))
+            acc = nxt
+        return acc
+
+    def ev_Constant(self, st: PathState, node: ast.Constant) -> Paths:
+        return [(st, Const(node.value))]
+
+    def ev_JoinedStr(self, st: PathState, node: ast.JoinedStr) -> Paths:
+        return [(st, Unknown("f-string"))]
+
+    def ev_Name(self, st: PathState, node: ast.Name) -> Paths:
+        return [(st, self.lookup_name(st, node.id))]
+
+    def ev_Attribute(self, st: PathState, node: ast.Attribute) -> Paths:
+        out: Paths = []
+        for s, obj in self.ev(st, node.value):
+            out.extend(self.attribute(s, obj, node.attr))
+        return out
+
+    def ev_Tuple(self, st: PathState, node: ast.Tuple | ast.List) -> Paths:
+        out: Paths = []
+        for s, vals in self.ev_seq(st, list(node.elts)):
+            if all(isinstance(v, Const) for v in vals):
+                seq = tuple(v.value for v in vals)  # type: ignore[attr-defined]
+                out.append((s, Const(seq if isinstance(node, ast.Tuple) else list(seq),
+                                     merge_origins(*vals))))  # fmt: skip
+            else:
+                out.append((s, Instance(None, {str(i): v for i, v in enumerate(vals)}, "tuple")))
+        return out
+
+    ev_List = ev_Tuple
+
+    def ev_Set(self, st: PathState, node: ast.Set) -> Paths:
+        out: Paths = []
+        for s, vals in self.ev_seq(st, list(node.elts)):
+            if all(isinstance(v, Const) for v in vals):
+                try:
+                    out.append((s, Const(frozenset(v.value for v in vals))))  # type: ignore[attr-defined]
+                    continue
+                except TypeError:
+                    pass
+            out.append((s, Unknown("set of unknowns")))
+        return out
+
+    def ev_Dict(self, st: PathState, node: ast.Dict) -> Paths:
+        keys = [k for k in node.keys if k is not None]
+        if len(keys) != len(node.keys):
+            return [(st, Unknown("dict with ** unpacking"))]
+        out: Paths = []
+        for s, vals in self.ev_seq(st, [*keys, *node.values]):
+            ks, vs = vals[: len(keys)], vals[len(keys):]
+            if all(isinstance(k, Const) for k in ks):
+                fields = {repr(k.value): v for k, v in zip(ks, vs)}  # type: ignore[attr-defined]
+                inst = Instance(None, fields, "dict")
+                out.append((s, inst))
+            else:
+                out.append((s, Unknown("dict with unknown keys")))
+        return out
+
+    def ev_BinOp(self, st: PathState, node: ast.BinOp) -> Paths:
+        out: Paths = []
+        for s, (a, b) in self.ev_seq(st, [node.left, node.right]):
+            fn = BINOPS.get(type(node.op))
+            if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
+                try:
+                    out.append((s, Const(fn(a.value, b.value), merge_origins(a, b))))
+                    continue
+                except Exception as exc:
+                    out.append((s, Unknown(f"{type(exc).__name__} in {self.source_text(node)}")))
+                    continue
+            if isinstance(a, Tensor) or isinstance(b, Tensor):
+                out.append((s, Tensor()))
+            else:
+                out.append((s, _unknown_from(f"{self.source_text(node)}", a, b)))
+        return out
+
+    def ev_UnaryOp(self, st: PathState, node: ast.UnaryOp) -> Paths:
+        out: Paths = []
+        for s, v in self.ev(st, node.operand):
+            if isinstance(node.op, ast.Not):
+                t = truth(v)
+                out.append((s, Const(not t, v.origins) if t is not None else _unknown_from("not", v)))
+            elif isinstance(v, Const):
+                ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+                try:
+                    out.append((s, Const(ops[type(node.op)](v.value), v.origins)))
+                except Exception:
+                    out.append((s, Unknown("unary op")))
+            else:
+                out.append((s, _unknown_from("unary op", v)))
+        return out
+
+    def ev_Compare(self, st: PathState, node: ast.Compare) -> Paths:
+        out: Paths = []
+        for s, vals in self.ev_seq(st, [node.left, *node.comparators]):
+            result: Value = Const(True)
+            for op, a, b in zip(node.ops, vals, vals[1:]):
+                r = self.compare(op, a, b)
+                if isinstance(r, Const) and not r.value:
+                    result = r
+                    break
+                if not isinstance(r, Const):
+                    result = r
+            out.append((s, result if isinstance(result, Unknown) else
+                        Const(result.value, merge_origins(*vals))))  # type: ignore[attr-defined]  # fmt: skip
+        return out
+
+    def compare(self, op: ast.cmpop, a: Value, b: Value) -> Value:
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            same = self.identical(a, b)
+            if same is None:
+                return _unknown_from("identity of unknowns", a, b)
+            return Const(same if isinstance(op, ast.Is) else not same, merge_origins(a, b))
+        if isinstance(a, EnumMember) and isinstance(b, EnumMember):
+            eq = a.cls is b.cls and a.name == b.name
+            if isinstance(op, ast.Eq):
+                return Const(eq)
+            if isinstance(op, ast.NotEq):
+                return Const(not eq)
+        if isinstance(a, EnumMember) and isinstance(b, Const):
+            a = a.value
+        if isinstance(b, EnumMember) and isinstance(a, Const):
+            b = b.value
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, Instance) and b.label in ("tuple", "dict"):
+            if isinstance(a, Const) and b.label == "dict":
+                found = repr(a.value) in b.fields
+                return Const(found if isinstance(op, ast.In) else not found)
+            hits = [self.compare(ast.Eq(), a, v) for v in b.fields.values()]
+            if any(isinstance(h, Const) and h.value for h in hits):
+                return Const(isinstance(op, ast.In))
+            if all(isinstance(h, Const) for h in hits):
+                return Const(not isinstance(op, ast.In))
+        fn = CMPOPS.get(type(op))
+        if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
+            try:
+                return Const(bool(fn(a.value, b.value)), merge_origins(a, b))
+            except Exception:
+                return Unknown("comparison raised")
+        if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(a, (FunctionVal, ClassVal, ModuleVal)):
+            same = self.identical(a, b)
+            if same is not None:
+                return Const(same if isinstance(op, ast.Eq) else not same)
+        return _unknown_from(f"compare {describe(a)} with {describe(b)}", a, b)
+
+    def identical(self, a: Value, b: Value) -> bool | None:
+        if isinstance(a, Const) and isinstance(b, Const):
+            if a.value is None or b.value is None or isinstance(a.value, bool):
+                return a.value is b.value
+            return None
+        if isinstance(b, Const) and b.value is None:
+            if isinstance(a, (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember, Tensor)):
+                return False
+            if isinstance(a, External):
+                return False  # an imported name exists
+        if isinstance(a, Const) and a.value is None:
+            return self.identical(b, a)
+        if isinstance(a, (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)):
+            if isinstance(b, (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)):
+                if isinstance(a, EnumMember) and isinstance(b, EnumMember):
+                    return a.cls is b.cls and a.name == b.name
+                return a is b
+        return None
+
+    def ev_BoolOp(self, st: PathState, node: ast.BoolOp) -> Paths:
+        is_and = isinstance(node.op, ast.And)
+        out: Paths = []
+        todo: list[tuple[PathState, int]] = [(st, 0)]
+        while todo:
+            s, i = todo.pop()
+            for s2, v in self.ev(s, node.values[i]):
+                t = truth(v)
+                last = i == len(node.values) - 1
+                if last or (t is not None and t != is_and):
+                    out.append((s2, v))
+                elif t is None:
+                    out.append((s2, v))  # undecided operand: the whole is undecided
+                else:
+                    todo.append((s2, i + 1))
+        return out
+
+    def ev_IfExp(self, st: PathState, node: ast.IfExp) -> Paths:
+        out: Paths = []
+        for s, taken in self.decide(st, node.test):
+            out.extend(self.ev(s, node.body if taken else node.orelse))
+        return out
+
+    def ev_Subscript(self, st: PathState, node: ast.Subscript) -> Paths:
+        out: Paths = []
+        for s, (obj, idx) in self.ev_seq(st, [node.value, node.slice]):
+            out.append((s, self.subscript(obj, idx)))
+        return out
+
+    def ev_Slice(self, st: PathState, node: ast.Slice) -> Paths:
+        parts = [p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)]
+        out: Paths = []
+        for s, vals in self.ev_seq(st, parts):  # type: ignore[arg-type]
+            if all(isinstance(v, Const) for v in vals):
+                out.append((s, Const(slice(*(v.value for v in vals)))))  # type: ignore[attr-defined]
+            else:
+                out.append((s, Unknown("slice")))
+        return out
+
+    def subscript(self, obj: Value, idx: Value) -> Value:
+        if isinstance(obj, Const) and isinstance(idx, Const):
+            try:
+                return Const(obj.value[idx.value], merge_origins(obj, idx))
+            except Exception:
+                return Unknown("subscript raised")
+        if isinstance(obj, Tensor):
+            return Tensor()
+        if isinstance(obj, Instance) and isinstance(idx, Const):
+            key = repr(idx.value) if obj.label == "dict" else str(idx.value)
+            if key in obj.fields:
+                return obj.fields[key]
+        if isinstance(obj, FunctionVal):
+            return obj  # kernel[grid]: the launcher is the kernel
+        if isinstance(obj, (External, ClassVal)):
+            return obj  # typing generics, Optional[int]
+        return _unknown_from("subscript of unknown", obj, idx)
+
+    def ev_Lambda(self, st: PathState, node: ast.Lambda) -> Paths:
+        return [(st, Unknown("lambda"))]
+
+    def ev_ListComp(self, st: PathState, node: ast.expr) -> Paths:
+        return [(st, Unknown("comprehension"))]
+
+    ev_SetComp = ev_DictComp = ev_GeneratorExp = ev_ListComp
+
+    def ev_Starred(self, st: PathState, node: ast.Starred) -> Paths:
+        return self.ev(st, node.value)
+
+    def ev_NamedExpr(self, st: PathState, node: ast.NamedExpr) -> Paths:
+        out = self.ev(st, node.value)
+        for s, v in out:
+            s.env[node.target.id] = v
+        return out
+
+    def ev_Await(self, st: PathState, node: ast.Await) -> Paths:
+        return self.ev(st, node.value)
+
+    def ev_Call(self, st: PathState, node: ast.Call) -> Paths:
+        out: Paths = []
+        kw_nodes = [k for k in node.keywords if k.arg is not None]
+        star_kw = [k for k in node.keywords if k.arg is None]
+        for s, vals in self.ev_seq(st, [node.func, *node.args, *(k.value for k in kw_nodes),
+                                         *(k.value for k in star_kw)]):  # fmt: skip
+            fn, rest = vals[0], vals[1:]
+            args = rest[: len(node.args)]
+            kwvals = rest[len(node.args): len(node.args) + len(kw_nodes)]
+            kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals) if k.arg is not None}
+            for extra in rest[len(node.args) + len(kw_nodes):]:
+                if isinstance(extra, Instance) and extra.label == "dict":
+                    for key, v in extra.fields.items():
+                        kwargs[key.strip("'\"")] = v
+            out.extend(self.call(s, fn, args, kwargs, node))
+        return out
+
+    # --- conditions -------------------------------------------------------------------------
+
+    def decide(self, st: PathState, test: ast.expr) -> list[tuple[PathState, bool]]:
+        """Evaluate a branch condition, record the Decision, fork when undecided."""
+        out: list[tuple[PathState, bool]] = []
+        for s, v in self.ev(st, test):
+            t = truth(v)
+            decision = self.make_decision(s, test, t, v)
+            if t is None:
+                for branch in (True, False):
+                    s2 = s.fork()
+                    s2.decisions.append(decision)
+                    out.append((s2, branch))
+            else:
+                s.decisions.append(decision)
+                out.append((s, t))
+        if len(out) > self.budget.max_paths:
+            raise BudgetExceeded(f"more than {self.budget.max_paths} paths")
+        return out
+
+    def make_decision(self, st: PathState, test: ast.expr, t: bool | None, v: Value) -> Decision:
+        parts: list[Part] = []
+        if isinstance(test, ast.BoolOp):
+            for operand in test.values:
+                pv = self.peek(st, operand)
+                pt = truth(pv) if pv is not None else None
+                parts.append(Part(self.source_text(operand), pt))
+                if pt is not None and pt != isinstance(test.op, ast.And):
+                    break
+        reason = v.reason if isinstance(v, Unknown) else ""
+        return Decision(
+            file=self.current_file(), line=test.lineno, function=self.current_function(),
+            text=self.source_text(test), value=t, inputs=tuple(self.inputs(st, test)),
+            parts=tuple(parts), reason=reason,
+        )  # fmt: skip
+
+    def peek(self, st: PathState, node: ast.expr) -> Value | None:
+        """Re-evaluate a side-effect-free operand on a scratch copy of the path."""
+        try:
+            results = self.ev(st.fork(), node)
+        except BudgetExceeded:
+            return None
+        vals = [v for _, v in results]
+        if len(vals) == 1:
+            return vals[0]
+        truths = {truth(v) for v in vals}
+        return vals[0] if len(truths) == 1 else Unknown("several outcomes")
+
+    def inputs(self, st: PathState, test: ast.expr) -> list[Input]:
+        seen: set[str] = set()
+        out: list[Input] = []
+        for sub in ast.walk(test):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and not isinstance(getattr(sub, "ctx", None), ast.Store):
+                text = self.source_text(sub)
+                if text in seen or len(out) >= 12:
+                    continue
+                seen.add(text)
+                v = self.peek(st, sub)
+                if v is None or isinstance(v, (FunctionVal, ClassVal, ModuleVal)):
+                    continue
+                if isinstance(v, External) and not v.origins:
+                    continue
+                out.append(Input(text, describe(v), v.origins))
+        return out
+
+
+__all__ = [
+    "BudgetExceeded", "Budget", "ExprMixin", "Paths", "call_builtin", "const_attribute",
+    "merge_origins",
+]  # fmt: skip

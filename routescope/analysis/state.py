@@ -1,0 +1,84 @@
+"""Path state of the trace engine: decisions taken, frames entered, the sink reached."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from routescope.analysis.values import Value
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A value a condition read: its source text, what it evaluated to, where that came from."""
+
+    text: str
+    value: str
+    origins: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One operand of an and/or condition (the sub-condition that actually decided)."""
+
+    text: str
+    value: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    file: str
+    line: int
+    function: str
+    text: str  # the condition's source text
+    value: bool | None  # None: undecided, the path forked here
+    inputs: tuple[Input, ...] = ()
+    parts: tuple[Part, ...] = ()
+    reason: str = ""  # why it is undecided
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    function: str  # qualified name
+    file: str
+    line: int  # the def line
+    call_file: str
+    call_line: int
+    decorators: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SinkHit:
+    name: str  # qualified name of what computes the top-k
+    kind: str  # cuda_kernel | triton | torch_compile | torch | flashinfer | fused_moe_kernel | ...
+    file: str  # the call site
+    line: int
+    function: str  # the framework function making the call
+    rule: str  # the rule id that classified it
+
+
+@dataclass
+class PathState:
+    """Mutable per path; `fork()` copies what a branch may change."""
+
+    envs: list[dict[str, Value]] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    trail: list[Frame] = field(default_factory=list)  # every frame entered, in order
+    sink: SinkHit | None = None
+    stopped: str = ""  # a budget overrun or dead end: the path's reason for ending early
+    assumptions: list[str] = field(default_factory=list)
+
+    def fork(self) -> PathState:
+        return PathState(
+            envs=[dict(e) for e in self.envs],
+            decisions=list(self.decisions),
+            frames=list(self.frames),
+            trail=list(self.trail),
+            sink=self.sink,
+            stopped=self.stopped,
+            assumptions=list(self.assumptions),
+        )
+
+    @property
+    def env(self) -> dict[str, Value]:
+        return self.envs[-1]

@@ -1,0 +1,283 @@
+"""Statements: assignment, if/elif/else, return, raise, assert, with, try, loops, defs."""
+
+from __future__ import annotations
+
+import ast
+
+from routescope.analysis.interp import BudgetExceeded, ExprMixin
+from routescope.analysis.state import PathState
+from routescope.analysis.values import ClassVal, Const, External, Instance, Unknown, Value, truth
+
+# (path, how the block ended, the value returned or raised)
+Outcome = tuple[PathState, str, Value | None]
+
+
+class StmtMixin(ExprMixin):
+    def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value: ...
+    def define_class(self, st: PathState, node: ast.ClassDef) -> Value: ...
+    def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]: ...
+    def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None: ...
+    def exception_matches(self, exc: Value | None, handler: ast.ExceptHandler, st: PathState) -> bool | None: ...
+
+    def exec_block(self, st: PathState, body: list[ast.stmt]) -> list[Outcome]:
+        live: list[PathState] = [st]
+        done: list[Outcome] = []
+        for stmt in body:
+            nxt: list[PathState] = []
+            for s in live:
+                for s2, kind, val in self.exec_stmt(s, stmt):
+                    if s2.stopped and kind != "stop":
+                        done.append((s2, "stop", Unknown(s2.stopped)))
+                    elif kind == "normal":
+                        nxt.append(s2)
+                    else:
+                        done.append((s2, kind, val))
+            live = nxt
+            if len(live) + len(done) > self.budget.max_paths:
+                raise BudgetExceeded(f"more than {self.budget.max_paths} paths")
+            if not live:
+                break
+        return done + [(s, "normal", None) for s in live]
+
+    def exec_stmt(self, st: PathState, node: ast.stmt) -> list[Outcome]:
+        self.budget.check_time()
+        method = getattr(self, f"ex_{type(node).__name__}", None)
+        if method is None:
+            return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track
+        result: list[Outcome] = method(st, node)
+        return result
+
+    def ex_Expr(self, st: PathState, node: ast.Expr) -> list[Outcome]:
+        return [(s, "normal", None) for s, _ in self.ev(st, node.value)]
+
+    def ex_Assign(self, st: PathState, node: ast.Assign) -> list[Outcome]:
+        out: list[Outcome] = []
+        for s, v in self.ev(st, node.value):
+            for target in node.targets:
+                self.assign(s, target, v)
+            out.append((s, "normal", None))
+        return out
+
+    def ex_AnnAssign(self, st: PathState, node: ast.AnnAssign) -> list[Outcome]:
+        if node.value is None:
+            return [(st, "normal", None)]
+        out: list[Outcome] = []
+        for s, v in self.ev(st, node.value):
+            self.assign(s, node.target, v)
+            out.append((s, "normal", None))
+        return out
+
+    def ex_AugAssign(self, st: PathState, node: ast.AugAssign) -> list[Outcome]:
+        load = _as_load(node.target)
+        expr = ast.BinOp(left=load, op=node.op, right=node.value)
+        ast.copy_location(expr, node)
+        out: list[Outcome] = []
+        for s, v in self.ev(st, expr):
+            self.assign(s, node.target, v)
+            out.append((s, "normal", None))
+        return out
+
+    def assign(self, st: PathState, target: ast.expr, v: Value) -> None:
+        if isinstance(target, ast.Name):
+            st.env[target.id] = v
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items: list[Value] | None = None
+            if isinstance(v, Const) and isinstance(v.value, (tuple, list)) and len(v.value) == len(target.elts):
+                items = [Const(x, v.origins) for x in v.value]
+            elif isinstance(v, Instance) and v.label == "tuple" and len(v.fields) == len(target.elts):
+                items = list(v.fields.values())
+            for i, elt in enumerate(target.elts):
+                self.assign(st, elt, items[i] if items else _unpacked(v))
+        elif isinstance(target, ast.Attribute):
+            for s, obj in self.ev(st, target.value):
+                if s is st:
+                    self.set_attribute(st, obj, target.attr, v)
+        elif isinstance(target, ast.Subscript):
+            pass  # container writes: not tracked
+        elif isinstance(target, ast.Starred):
+            self.assign(st, target.value, Unknown("starred assignment"))
+
+    def ex_If(self, st: PathState, node: ast.If) -> list[Outcome]:
+        out: list[Outcome] = []
+        for s, taken in self.decide(st, node.test):
+            out.extend(self.exec_block(s, node.body if taken else node.orelse))
+        return out
+
+    def ex_Return(self, st: PathState, node: ast.Return) -> list[Outcome]:
+        if node.value is None:
+            return [(st, "return", Const(None))]
+        return [(s, "return", v) for s, v in self.ev(st, node.value)]
+
+    def ex_Raise(self, st: PathState, node: ast.Raise) -> list[Outcome]:
+        if node.exc is None:
+            return [(st, "raise", Unknown("re-raise"))]
+        return [(s, "raise", v) for s, v in self.ev(st, node.exc)]
+
+    def ex_Assert(self, st: PathState, node: ast.Assert) -> list[Outcome]:
+        out: list[Outcome] = []
+        for s, v in self.ev(st, node.test):
+            t = truth(v)
+            if t is False:
+                s.decisions.append(self.make_decision(s, node.test, False, v))
+                out.append((s, "raise", External("AssertionError")))
+            else:
+                out.append((s, "normal", None))
+        return out
+
+    def ex_With(self, st: PathState, node: ast.With) -> list[Outcome]:
+        live = [st]
+        for item in node.items:
+            nxt = []
+            for s in live:
+                for s2, v in self.ev(s, item.context_expr):
+                    if item.optional_vars is not None:
+                        self.assign(s2, item.optional_vars, Unknown("context manager value"))
+                    nxt.append(s2)
+            live = nxt
+        out: list[Outcome] = []
+        for s in live:
+            out.extend(self.exec_block(s, node.body))
+        return out
+
+    ex_AsyncWith = ex_With
+
+    def ex_Try(self, st: PathState, node: ast.Try) -> list[Outcome]:
+        out: list[Outcome] = []
+        for s, kind, val in self.exec_block(st, node.body):
+            if kind == "raise":
+                handled = False
+                for h in node.handlers:
+                    m = self.exception_matches(val, h, s)
+                    if m is False:
+                        continue
+                    if h.name:
+                        s.env[h.name] = val or Unknown("exception")
+                    out.extend(self.exec_block(s, h.body))
+                    handled = True
+                    break
+                if not handled:
+                    out.append((s, kind, val))
+            elif kind == "normal":
+                out.extend(self.exec_block(s, node.orelse))
+            else:
+                out.append((s, kind, val))
+        if node.finalbody:
+            final: list[Outcome] = []
+            for s, kind, val in out:
+                for s2, k2, v2 in self.exec_block(s, node.finalbody):
+                    final.append((s2, kind if k2 == "normal" else k2, val if k2 == "normal" else v2))
+            return final
+        return out
+
+    ex_TryStar = ex_Try
+
+    def ex_FunctionDef(self, st: PathState, node: ast.FunctionDef) -> list[Outcome]:
+        st.env[node.name] = self.define_function(st, node)
+        return [(st, "normal", None)]
+
+    ex_AsyncFunctionDef = ex_FunctionDef
+
+    def ex_ClassDef(self, st: PathState, node: ast.ClassDef) -> list[Outcome]:
+        st.env[node.name] = self.define_class(st, node)
+        return [(st, "normal", None)]
+
+    def ex_Import(self, st: PathState, node: ast.Import) -> list[Outcome]:
+        return self.do_import(st, node)
+
+    ex_ImportFrom = ex_Import
+
+    def ex_Break(self, st: PathState, node: ast.Break) -> list[Outcome]:
+        return [(st, "break", None)]
+
+    def ex_Continue(self, st: PathState, node: ast.Continue) -> list[Outcome]:
+        return [(st, "continue", None)]
+
+    def ex_For(self, st: PathState, node: ast.For) -> list[Outcome]:
+        out: list[Outcome] = []
+        for s, it in self.ev(st, node.iter):
+            items = _iteration(it)
+            if items is None or len(items) > self.budget.loop_limit:
+                out.extend(self._havoc_loop(s, node))
+                continue
+            live = [s]
+            for item in items:
+                nxt = []
+                for s2 in live:
+                    self.assign(s2, node.target, item)
+                    for s3, kind, val in self.exec_block(s2, node.body):
+                        if kind in ("normal", "continue"):
+                            nxt.append(s3)
+                        elif kind == "break":
+                            out.append((s3, "normal", None))
+                        else:
+                            out.append((s3, kind, val))
+                live = nxt
+            for s2 in live:
+                out.extend(self.exec_block(s2, node.orelse))
+        return out
+
+    ex_AsyncFor = ex_For
+
+    def ex_While(self, st: PathState, node: ast.While) -> list[Outcome]:
+        out: list[Outcome] = []
+        live = [st]
+        for _ in range(self.budget.loop_limit):
+            nxt = []
+            for s, taken in [x for s0 in live for x in self.decide(s0, node.test)]:
+                if not taken:
+                    out.extend(self.exec_block(s, node.orelse))
+                    continue
+                for s2, kind, val in self.exec_block(s, node.body):
+                    if kind in ("normal", "continue"):
+                        nxt.append(s2)
+                    elif kind == "break":
+                        out.append((s2, "normal", None))
+                    else:
+                        out.append((s2, kind, val))
+            live = nxt
+            if not live:
+                return out
+        where = f"{self.current_file()}:{node.lineno}"
+        for s in live:
+            s.stopped = f"loop at {where} did not finish within {self.budget.loop_limit} iterations"
+            out.append((s, "stop", Unknown(s.stopped)))
+        return out
+
+    def _havoc_loop(self, st: PathState, node: ast.For) -> list[Outcome]:
+        """An unbounded loop: run the body once on unknowns, then forget what it assigned."""
+        self.assign(st, node.target, Unknown("loop variable"))
+        out: list[Outcome] = []
+        for s, kind, val in self.exec_block(st, node.body):
+            if kind in ("return", "raise", "stop"):
+                out.append((s, kind, val))
+                continue
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    s.env[sub.id] = Unknown(f"assigned in the loop at line {node.lineno}")
+            out.append((s, "normal", None))
+        return out
+
+
+def _as_load(target: ast.expr) -> ast.expr:
+    copy = ast.parse(ast.unparse(target), mode="eval").body
+    return ast.copy_location(copy, target)
+
+
+def _unpacked(v: Value) -> Value:
+    from routescope.analysis.values import Tensor
+
+    if isinstance(v, Tensor) or (isinstance(v, Unknown) and "tensor" in v.reason):
+        return Tensor()
+    return Unknown("unpacked from an unknown value")
+
+
+def _iteration(v: Value) -> list[Value] | None:
+    if isinstance(v, Const) and isinstance(v.value, (tuple, list, frozenset, set, str, range)):
+        return [Const(x, v.origins) for x in v.value]
+    if isinstance(v, Instance) and v.label in ("tuple",):
+        return list(v.fields.values())
+    if isinstance(v, ClassVal) and v.is_enum:
+        return [m for m in v.attrs.values() if type(m).__name__ == "EnumMember"]
+    if isinstance(v, External):
+        return None
+    return None

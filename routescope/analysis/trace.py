@@ -1,0 +1,67 @@
+"""Run the engine from an entry point and collect every path with its decisions and sink."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from routescope.analysis.engine import Engine
+from routescope.analysis.interp import BudgetExceeded
+from routescope.analysis.state import Decision, Frame, PathState, SinkHit
+from routescope.analysis.values import ClassVal, FunctionVal, Instance, Unknown, Value, describe
+
+
+@dataclass(frozen=True, slots=True)
+class TracedPath:
+    decisions: tuple[Decision, ...]
+    frames: tuple[Frame, ...]  # every framework function entered, in order
+    sink: SinkHit | None
+    outcome: str  # "return" | "raise" | "stop"
+    result: str  # the returned value, described
+    stopped: str  # why the path ended early ("" when it ran to the end)
+
+    @property
+    def decided(self) -> bool:
+        return not self.stopped and all(d.value is not None for d in self.decisions)
+
+    def undecided(self) -> list[Decision]:
+        return [d for d in self.decisions if d.value is None]
+
+
+def resolve_entry(engine: Engine, entry: str) -> Value:
+    """`pkg.mod:func` or `pkg.mod:Class.method` -> the function value (unbound)."""
+    module, _, qual = entry.partition(":")
+    mod = engine.load_module(module)
+    if mod is None:
+        return Unknown(f"module {module} is not in the source tree")
+    val: Value = mod
+    for part in qual.split("."):
+        results = engine.attribute(PathState(envs=[{}]), val, part)
+        val = results[0][1]
+    return val
+
+
+def trace_call(engine: Engine, fn: Value, args: list[Value], kwargs: dict[str, Value],
+               receiver: Value | None = None) -> list[TracedPath]:  # fmt: skip
+    """Every path through `fn(*args, **kwargs)`; a budget overrun ends a path, never the run."""
+    if isinstance(fn, FunctionVal) and receiver is not None:
+        fn = fn.bind(receiver)
+    if not isinstance(fn, (FunctionVal, ClassVal)):
+        reason = fn.reason if isinstance(fn, Unknown) else f"entry is {describe(fn)}"
+        return [TracedPath((), (), None, "stop", "", reason)]
+    st = PathState(envs=[{}])
+    try:
+        if isinstance(fn, FunctionVal):
+            outcomes = engine._invoke(st, fn, args, kwargs, None)
+        else:
+            outcomes = [(s, "return", v) for s, v in engine.call(st, fn, args, kwargs, None)]
+    except BudgetExceeded as exc:
+        return [TracedPath(tuple(st.decisions), tuple(st.trail), st.sink, "stop", "", str(exc))]
+    return [
+        TracedPath(tuple(s.decisions), tuple(s.trail), s.sink, "stop" if s.stopped else kind,
+                   describe(v) if v is not None else "", s.stopped)  # fmt: skip
+        for s, kind, v in outcomes
+    ]
+
+
+def new_instance(cls: Value, label: str) -> Instance:
+    return Instance(cls if isinstance(cls, ClassVal) else None, {}, label)

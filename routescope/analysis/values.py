@@ -1,0 +1,205 @@
+"""Abstract values of the trace engine: one small hierarchy; Unknown is a value that flows."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a value came from: a config key, a GPU profile fact, an env default, a line."""
+
+    text: str
+
+
+class Value:
+    """Base of every abstract value. `origins` names the facts the value was computed from."""
+
+    __slots__ = ("origins",)
+
+    def __init__(self, origins: tuple[str, ...] = ()) -> None:
+        self.origins = origins
+
+    def with_origin(self, *more: str) -> Value:
+        return self
+
+
+class Const(Value):
+    """A known Python value (int, float, str, bool, None, tuple of knowns)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any, origins: tuple[str, ...] = ()) -> None:
+        super().__init__(origins)
+        self.value = value
+
+    def with_origin(self, *more: str) -> Const:
+        return Const(self.value, self.origins + more)
+
+    def __repr__(self) -> str:
+        return f"Const({self.value!r})"
+
+
+class Unknown(Value):
+    """A value the facts cannot decide, with the reason (shown when it decides a branch)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str, origins: tuple[str, ...] = ()) -> None:
+        super().__init__(origins)
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Unknown({self.reason!r})"
+
+
+class Tensor(Value):
+    """An abstract tensor: only the facts that guards look at."""
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, shape: tuple[Value, ...] | None = None, dtype: str | None = None) -> None:
+        super().__init__()
+        self.shape = shape
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.shape}, {self.dtype})"
+
+
+class External(Value):
+    """A name from outside the framework tree (torch.topk, sgl_kernel.moe_fused_gate)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str, origins: tuple[str, ...] = ()) -> None:
+        super().__init__(origins)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"External({self.name})"
+
+
+@dataclass(eq=False)
+class ModuleVal(Value):
+    name: str
+    globals: dict[str, Value] = field(default_factory=dict)
+    relpath: str = ""
+
+    def __post_init__(self) -> None:
+        Value.__init__(self)
+
+
+@dataclass(eq=False)
+class FunctionVal(Value):
+    """A framework function or method; `bound` is the receiver of a bound method."""
+
+    qualname: str  # "sglang.srt.layers.moe.topk:select_experts"
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+    module: ModuleVal
+    decorators: tuple[str, ...] = ()
+    bound: Value | None = None
+    owner: ClassVal | None = None
+    closure: dict[str, Value] | None = None
+
+    def __post_init__(self) -> None:
+        Value.__init__(self)
+
+    def bind(self, receiver: Value) -> FunctionVal:
+        return FunctionVal(
+            self.qualname, self.node, self.module, self.decorators, receiver, self.owner,
+            self.closure,
+        )  # fmt: skip
+
+
+@dataclass(eq=False)
+class ClassVal(Value):
+    qualname: str
+    node: ast.ClassDef | None
+    module: ModuleVal | None
+    bases: tuple[Value, ...] = ()
+    attrs: dict[str, Value] = field(default_factory=dict)
+    decorators: tuple[str, ...] = ()
+    is_enum: bool = False
+
+    def __post_init__(self) -> None:
+        Value.__init__(self)
+
+    def mro(self) -> list[ClassVal]:
+        out: list[ClassVal] = []
+        todo: list[Value] = [self]
+        while todo:
+            c = todo.pop(0)
+            if isinstance(c, ClassVal) and c not in out:
+                out.append(c)
+                todo.extend(c.bases)
+        return out
+
+    def lookup(self, name: str) -> Value | None:
+        for c in self.mro():
+            if name in c.attrs:
+                return c.attrs[name]
+        return None
+
+    def external_bases(self) -> list[str]:
+        return [b.name for c in self.mro() for b in c.bases if isinstance(b, External)]
+
+
+@dataclass(eq=False)
+class Instance(Value):
+    """An object: a framework class instance, a dataclass, a config, an enum member."""
+
+    cls: ClassVal | None
+    fields: dict[str, Value] = field(default_factory=dict)
+    label: str = ""  # "config", "server_args"; shown in reasons
+
+    def __post_init__(self) -> None:
+        Value.__init__(self)
+
+
+@dataclass(eq=False)
+class EnumMember(Value):
+    cls: ClassVal
+    name: str
+    value: Value
+
+    def __post_init__(self) -> None:
+        Value.__init__(self)
+
+
+def truth(v: Value) -> bool | None:
+    """Python truthiness where it is known; None when it is not."""
+    if isinstance(v, Const):
+        try:
+            return bool(v.value)
+        except Exception:
+            return None
+    if isinstance(v, (FunctionVal, ClassVal, ModuleVal, EnumMember)):
+        return True
+    if isinstance(v, Instance):
+        return True if v.cls is not None and v.cls.lookup("__bool__") is None and v.cls.lookup("__len__") is None else None
+    return None
+
+
+def describe(v: Value) -> str:
+    if isinstance(v, Const):
+        return repr(v.value)
+    if isinstance(v, Unknown):
+        return f"unknown ({v.reason})"
+    if isinstance(v, External):
+        return v.name
+    if isinstance(v, FunctionVal):
+        return v.qualname
+    if isinstance(v, ClassVal):
+        return f"class {v.qualname}"
+    if isinstance(v, EnumMember):
+        return f"{v.cls.qualname.split(':')[-1]}.{v.name}"
+    if isinstance(v, Instance):
+        return f"<{v.label or (v.cls.qualname if v.cls else 'object')}>"
+    if isinstance(v, Tensor):
+        return "tensor"
+    if isinstance(v, ModuleVal):
+        return f"module {v.name}"
+    return type(v).__name__
