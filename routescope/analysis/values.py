@@ -91,6 +91,9 @@ class ModuleVal(Value):
     def __post_init__(self) -> None:
         Value.__init__(self)
 
+    def __repr__(self) -> str:
+        return f"ModuleVal({self.name})"
+
 
 @dataclass(eq=False)
 class FunctionVal(Value):
@@ -106,6 +109,9 @@ class FunctionVal(Value):
 
     def __post_init__(self) -> None:
         Value.__init__(self)
+
+    def __repr__(self) -> str:
+        return f"FunctionVal({self.qualname})"
 
     def bind(self, receiver: Value) -> FunctionVal:
         return FunctionVal(
@@ -126,6 +132,9 @@ class ClassVal(Value):
 
     def __post_init__(self) -> None:
         Value.__init__(self)
+
+    def __repr__(self) -> str:
+        return f"ClassVal({self.qualname})"
 
     def mro(self) -> list[ClassVal]:
         out: list[ClassVal] = []
@@ -158,6 +167,9 @@ class Instance(Value):
     def __post_init__(self) -> None:
         Value.__init__(self)
 
+    def __repr__(self) -> str:
+        return f"Instance({self.label or (self.cls.qualname if self.cls else '?')})"
+
 
 @dataclass(eq=False)
 class EnumMember(Value):
@@ -167,6 +179,9 @@ class EnumMember(Value):
 
     def __post_init__(self) -> None:
         Value.__init__(self)
+
+    def __repr__(self) -> str:
+        return f"EnumMember({self.cls.qualname}.{self.name})"
 
 
 def truth(v: Value) -> bool | None:
