@@ -37,9 +37,9 @@ def _root(
 
 def _register() -> None:
     # One module per command; each exposes `register(app)`.
-    from routescope.cli import gpus
+    from routescope.cli import cache, gpus, source
 
-    for module in (gpus,):
+    for module in (gpus, source, cache):
         module.register(app)
 
 

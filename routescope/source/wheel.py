@@ -61,6 +61,10 @@ class WheelTree:
             self._reader = self._reader_factory()
         return self._reader
 
+    def has_reader(self) -> bool:
+        """Whether a network reader was created (False: everything came from the cache)."""
+        return self._reader is not None
+
     def files(self) -> list[str]:
         return sorted(n for n in self._members if n.endswith(".py"))
 
