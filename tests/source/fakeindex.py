@@ -98,7 +98,8 @@ class FakeIndex:
             for fn, data in self.wheels[name].items()
         ]
         return httpx.Response(
-            200, json={"meta": {"api-version": "1.1"}, "name": name, "files": files},
+            200,
+            json={"meta": {"api-version": "1.1"}, "name": name, "files": files},
             headers={"content-type": "application/vnd.pypi.simple.v1+json"},
         )
 

@@ -61,7 +61,9 @@ def test_unknown_version_suggests_nearest(index: FakeIndex) -> None:
         open_source("fw==1.1", client=index.client())
 
 
-@pytest.mark.parametrize("fault", [httpx.ConnectError, httpx.ConnectTimeout], ids=["down", "timeout"])
+@pytest.mark.parametrize(
+    "fault", [httpx.ConnectError, httpx.ConnectTimeout], ids=["down", "timeout"]
+)
 def test_registry_unreachable_says_what_is_cached(index: FakeIndex, fault: type[Exception]) -> None:
     open_source("fw==1.0", client=index.client(), progress=False)
     index.down = fault
