@@ -33,3 +33,6 @@ def shared_models() -> list[dict[str, Any]]:
 
 def config_path(name: str) -> Path:
     return CONFIGS / name
+
+
+REPO = ROOT

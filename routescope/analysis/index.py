@@ -5,6 +5,7 @@ looked up through base classes. The trace engine and `routescope source` read co
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from routescope.analysis.modules import ModuleInfo, module_name, parse_module
 from routescope.analysis.namespace import Binding, bindings
@@ -95,11 +96,17 @@ class Index:
                 decorator_texts(b.node),
             )
         assert b.module is not None
+        hit = self._follow(b, name, seen)
+        # an import under if/try makes the name conditional here, wherever it is defined
+        return replace(hit, conditional=True) if hit and conditional else hit
+
+    def _follow(self, b: Binding, name: str, seen: set[tuple[str, str]]) -> Symbol | None:
+        assert b.module is not None
         if b.kind == "import":
             return self.module_symbol(b.module)
         imported = b.imported or name
         if not self.has_module(b.module):
-            return Symbol("external", b.module, imported, None, None, None, conditional)
+            return Symbol("external", b.module, imported, None, None, None)
         # `from X import Y`: X's attribute Y first, else the submodule X.Y (as Python does)
         hit = self._resolve(b.module, imported, seen)
         if hit is None and self.has_module(f"{b.module}.{imported}"):

@@ -37,9 +37,9 @@ def _root(
 
 def _register() -> None:
     # One module per command; each exposes `register(app)`.
-    from routescope.cli import gpus, inspect
+    from routescope.cli import cache, gpus, inspect, source
 
-    for module in (inspect, gpus):
+    for module in (inspect, gpus, source, cache):
         module.register(app)
 
 

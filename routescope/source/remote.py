@@ -12,7 +12,7 @@ import httpx
 from routescope.errors import RoutescopeError
 from routescope.fsutil import atomic_write_bytes
 
-PARALLEL = 8  # concurrent range requests: each costs a round trip, not bandwidth
+PARALLEL = 16  # concurrent range requests: each costs a round trip, not bandwidth
 RETRIES = 2  # a truncated or reset transfer is tried again this many times
 
 

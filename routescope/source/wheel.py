@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -46,6 +47,8 @@ class WheelTree:
         self.origin = f"pypi:{name}=={version} ({filename})"
         self._listing = listing
         self._members = members_of(listing)
+        self._by_offset = sorted(self._members.values(), key=lambda m: m.offset)
+        self._offsets = [m.offset for m in self._by_offset]
         self._record: dict[str, str] = listing["record"]
         self._reader_factory = reader
         self._reader: RangeReader | None = None
@@ -57,6 +60,10 @@ class WheelTree:
         if self._reader is None and self._reader_factory is not None:
             self._reader = self._reader_factory()
         return self._reader
+
+    def has_reader(self) -> bool:
+        """Whether a network reader was created (False: everything came from the cache)."""
+        return self._reader is not None
 
     def files(self) -> list[str]:
         return sorted(n for n in self._members if n.endswith(".py"))
@@ -102,7 +109,8 @@ class WheelTree:
         for attempt in (0, 1):
             chunks = _read_spans(reader, spans, self._progress)
             bad = []
-            for (start, _, group), chunk in zip(spans, chunks, strict=True):
+            for (start, end, group), chunk in zip(spans, chunks, strict=True):
+                self._keep_neighbours(start, end, chunk, {m.name for m in group})
                 for m in group:
                     data = self._extract(m, chunk[m.offset - start : m.end - start])
                     if data is None:
@@ -119,6 +127,22 @@ class WheelTree:
                 )
             spans = coalesce(bad)  # a corrupted transfer: fetch just those again
         return out
+
+    def _keep_neighbours(self, start: int, end: int, chunk: bytes, asked: set[str]) -> None:
+        # .py members that came along inside a coalesced span are cached too, so a later
+        # round does not fetch the same bytes again
+        for m in self._py_in(start, end):
+            if m.name not in asked and m.name in self._record:
+                digest = self._record[m.name]
+                if not cache.blob_path(digest).is_file():
+                    data = self._extract(m, chunk[m.offset - start : m.end - start])
+                    if data is not None:
+                        cache.write_blob(digest, data)
+
+    def _py_in(self, start: int, end: int) -> list[Member]:
+        lo = bisect.bisect_left(self._offsets, start)
+        hi = bisect.bisect_left(self._offsets, end)
+        return [m for m in self._by_offset[lo:hi] if m.end <= end and m.name.endswith(".py")]
 
     def _extract(self, m: Member, record: bytes) -> bytes | None:
         try:

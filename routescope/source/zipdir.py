@@ -56,12 +56,13 @@ def find_eocd(tail: bytes, tail_start: int) -> tuple[CentralDirectory | None, in
     if at < 0 or len(tail) - at < EOCD_MIN:
         raise ZipFormatError("no end-of-central-directory record (truncated or not a zip)")
     _, _, _, total, cd_size, cd_offset, _ = struct.unpack_from("<HHHHIIH", tail, at + 4)
-    if total == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
-        loc = at - 20
-        if loc < 0 or tail[loc : loc + 4] != ZIP64_LOCATOR_SIG:
-            raise ZipFormatError("zip64 sizes without a zip64 locator")
+    loc = at - 20
+    # a zip64 locator wins when present (as in zipfile); saturated fields demand one
+    if loc >= 0 and tail[loc : loc + 4] == ZIP64_LOCATOR_SIG:
         (z64_offset,) = struct.unpack_from("<Q", tail, loc + 8)
         return None, int(z64_offset)
+    if total == 0xFFFF or cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
+        raise ZipFormatError("zip64 sizes without a zip64 locator")
     return CentralDirectory(cd_offset, cd_size, total), None
 
 
