@@ -37,9 +37,9 @@ def _root(
 
 def _register() -> None:
     # One module per command; each exposes `register(app)`.
-    from routescope.cli import gpus
+    from routescope.cli import gpus, simulate
 
-    for module in (gpus,):
+    for module in (gpus, simulate):
         module.register(app)
 
 
