@@ -49,7 +49,9 @@ def _sizes(spec: Any, hidden: int | None, inter: int | None, quant: str) -> MoeS
         n_shared = spec.n_shared_experts.value or 0
         shared_size = spec.shared_expert_intermediate_size.value
         if shared_size:  # Qwen2-MoE style: one shared expert of this size
-            shared_total = int(shared_size) * max(1, int(n_shared)) if n_shared else int(shared_size)
+            shared_total = (
+                int(shared_size) * max(1, int(n_shared)) if n_shared else int(shared_size)
+            )
         elif n_shared and inter:  # DeepSeek style: n_shared experts of the routed size
             shared_total = int(n_shared) * int(inter)
     if not hidden or not inter:
@@ -68,8 +70,8 @@ def simulate(
     steps: int = typer.Option(200, "--steps", help="Synthetic decode batches per cell."),
     quant: str = typer.Option("bf16", "--quant", help="bf16 | fp8 | nvfp4 (expert weights)."),
     policy: str = typer.Option("free", "--policy", help="free | within-selected-groups."),
-    fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write T vs batch size as SVG."),
+    fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),  # noqa: B008
+    plot: Path | None = typer.Option(None, "--plot", help="Write T vs batch size as SVG."),  # noqa: B008
     experts: int | None = typer.Option(None, "--experts", help="No model: number of experts."),
     top_k: int | None = typer.Option(None, "--top-k", help="No model: experts per token."),
     hidden: int | None = typer.Option(None, "--hidden", help="hidden_size (prices bytes)."),

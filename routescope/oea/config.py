@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal
 
 from routescope.errors import RoutescopeError
 from routescope.intake.spec import RoutingSpec
@@ -83,11 +83,13 @@ class RouterConfig:
             return cls(
                 num_experts=int(num_experts),
                 top_k=int(top_k),
-                scoring=cast(Scoring, scoring),
+                scoring=scoring,
                 has_correction_bias=bool(spec.has_correction_bias.value),
                 n_group=int(n_group),
                 topk_group=int(spec.topk_group.value or n_group),
-                renormalize=True if spec.norm_topk_prob.value is None else spec.norm_topk_prob.value,
+                renormalize=True
+                if spec.norm_topk_prob.value is None
+                else spec.norm_topk_prob.value,
                 routed_scaling_factor=1.0 if rsf is None else float(rsf),
                 num_fused_shared_experts=num_fused_shared_experts,
             )

@@ -7,6 +7,7 @@ float32 arithmetic. Ties rank the lower expert id first, as the vectorised code 
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Sequence
 
@@ -85,3 +86,22 @@ def _f32(x: float) -> float:
     # torch adds the two best scores in float32; round like it so group ties agree.
     value: float = struct.unpack("f", struct.pack("f", x))[0]
     return value
+
+
+def oracle_route(
+    logits: Sequence[Row], cfg: RouterConfig, k0: int, bias: Row | None = None
+) -> tuple[list[list[int]], list[list[float]]]:
+    """Logits [B][N] -> oracle_oea's result, the scores computed here in plain Python too."""
+    p: list[list[float]] = []
+    for row in logits:
+        if cfg.scoring == "softmax":
+            top = max(row)
+            ex = [math.exp(v - top) for v in row]
+            total = sum(ex)
+            p.append([v / total for v in ex])
+        elif cfg.scoring == "sigmoid":
+            p.append([1.0 / (1.0 + math.exp(-v)) for v in row])
+        else:
+            p.append([math.sqrt(math.log1p(math.exp(v))) for v in row])
+    sel = p if bias is None else [[v + b for v, b in zip(r, bias, strict=True)] for r in p]
+    return oracle_oea(p, sel, cfg, k0, biased=bias is not None or cfg.has_correction_bias)

@@ -1,8 +1,8 @@
 """The model's own (baseline) top-k routing in torch, and the pieces OEA shares with it.
 
 Every function takes router logits [B, N] (any float dtype; computed in float32) and a
-RouterConfig. Order is decided by one stable descending sort everywhere (ties -> lower expert id
-first), so the baseline, the vectorised OEA and the plain-Python oracle agree on ties.
+RouterConfig. Order is decided by `order_key` everywhere (ties -> lower expert id first), so the
+baseline, the vectorised OEA and the plain-Python oracle agree on ties.
 torch is imported lazily: routescope.oea.* must stay importable without the `sim` extra.
 """
 
@@ -35,8 +35,9 @@ def selection_scores(score: Tensor, bias: Tensor | None) -> Tensor:
     return score if bias is None else score + bias.float().view(1, -1)
 
 
-def group_allowed(sel: Tensor, cfg: RouterConfig, *, biased: bool) -> Tensor:
-    """Selection scores [B, N] -> bool [B, N]: True where the expert's group was selected.
+def group_allowed(sel: Tensor, cfg: RouterConfig, *, biased: bool) -> Tensor | None:
+    """Selection scores [B, N] -> bool [B, N]: True where the expert's group was selected;
+    None when routing is not group-limited (every expert allowed).
 
     DeepSeek-V3 style: a group's score is the sum of its top-2 biased scores when a correction
     bias exists, else its max; the topk_group best groups are kept.
@@ -44,8 +45,8 @@ def group_allowed(sel: Tensor, cfg: RouterConfig, *, biased: bool) -> Tensor:
     import torch
 
     b, n = sel.shape
-    if cfg.n_group == 1:
-        return torch.ones((b, n), dtype=torch.bool, device=sel.device)
+    if cfg.n_group == 1 or cfg.topk_group == cfg.n_group:
+        return None
     grouped = sel.view(b, cfg.n_group, cfg.group_size)
     if biased and cfg.group_size >= 2:
         group_score = grouped.topk(2, dim=-1)[0].sum(dim=-1)
@@ -57,12 +58,31 @@ def group_allowed(sel: Tensor, cfg: RouterConfig, *, biased: bool) -> Tensor:
     return mask.unsqueeze(-1).expand(b, cfg.n_group, cfg.group_size).reshape(b, n)
 
 
-def rank_order(sel: Tensor, allowed: Tensor | None = None) -> Tensor:
-    """Selection scores [B, N] (and allowed mask) -> expert ids [B, N], best first."""
+def order_key(sel: Tensor) -> Tensor:
+    """Selection scores f32 [B, N] -> int64 keys [B, N], distinct within a row, larger = better.
+
+    The float's bits made monotonic, times N, plus (N-1-id): equal scores rank the lower id
+    first, and torch.topk on distinct keys is deterministic (no full sort, no tie ambiguity).
+    """
     import torch
 
-    key = sel if allowed is None else sel.masked_fill(~allowed, float("-inf"))
-    return torch.sort(key, dim=-1, descending=True, stable=True)[1]
+    n = sel.shape[-1]
+    bits = (sel.float() + 0.0).view(torch.int32)  # + 0.0 turns -0.0 into +0.0
+    mono = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF).long()
+    ids = torch.arange(n - 1, -1, -1, device=sel.device, dtype=torch.long)
+    return mono * n + ids.view(1, n)
+
+
+NO_KEY = -(2**63)  # below every order_key: marks experts a walk may not take
+
+
+def top_experts(key: Tensor, m: int, allowed: Tensor | None = None) -> Tensor:
+    """Keys [B, N] (and allowed mask) -> the m best expert ids [B, m], best first."""
+    import torch
+
+    if allowed is not None:
+        key = key.masked_fill(~allowed, NO_KEY)
+    return torch.topk(key, m, dim=-1, sorted=True)[1]
 
 
 def finish_weights(raw: Tensor, cfg: RouterConfig) -> Tensor:
@@ -99,7 +119,7 @@ def baseline_topk(
     score = scores(logits, cfg)
     sel = selection_scores(score, correction_bias)
     allowed = group_allowed(sel, cfg, biased=_biased(cfg, correction_bias))
-    ids = rank_order(sel, allowed)[:, : cfg.top_k]
+    ids = top_experts(order_key(sel), cfg.top_k, allowed)
     weights = finish_weights(score.gather(1, ids), cfg)
     return append_shared(ids, weights, cfg)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from routescope.hardware import GpuProfile
 from routescope.oea.config import GroupPolicy, RouterConfig
 from routescope.oea.cost import MoeSizes
 from routescope.oea.report import SimRow
-from routescope.hardware import GpuProfile
 
 Tensor = Any
 

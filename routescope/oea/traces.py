@@ -65,8 +65,11 @@ def load_trace(path: str, *, num_layers: int | None, top_k: int) -> Trace:
     if isinstance(obj, dict) and "records" in obj:
         return _from_sglang_records(obj, path)
     if isinstance(obj, dict) and "logical_count" in obj:
-        raise RoutescopeError(path, "SGLang stat-mode dump has per-step counts only; record "
-                              "with --expert-distribution-recorder-mode per_token")
+        raise RoutescopeError(
+            path,
+            "SGLang stat-mode dump has per-step counts only; record "
+            "with --expert-distribution-recorder-mode per_token",
+        )
     raise RoutescopeError(path, "not a known trace format (see routescope.oea.traces)")
 
 
@@ -75,7 +78,9 @@ def _from_array(arr: Tensor, path: str) -> Trace:
         if arr.dim() == 2:
             arr = arr.unsqueeze(0)
         if arr.dim() != 3:
-            raise RoutescopeError(path, f"logits must be [T, N] or [L, T, N], got {list(arr.shape)}")
+            raise RoutescopeError(
+                path, f"logits must be [T, N] or [L, T, N], got {list(arr.shape)}"
+            )
         return Trace(arr.float(), None, f"router logits {list(arr.shape)}")
     if arr.dim() == 2:
         arr = arr.unsqueeze(1)

@@ -1,7 +1,8 @@
 """Opportunistic Expert Activation, vectorised: static shapes, no host sync (CUDA-graph safe).
 
-No torch.unique / nonzero / .item() / boolean-mask indexing and no loop over tokens: the batch's
-expert set A is a scatter-built [N] bitmask and Phase 2 is a cumsum over each token's order.
+No torch.unique / nonzero / .item() / boolean-mask indexing, no full sort and no loop over
+tokens: the batch's expert set A is a scatter-built [N] bitmask, and Phase 2's walk is a top-k
+over each token's order keys restricted to A.
 
 Padding convention for unused slots (a token may keep fewer than k experts): the slot repeats
 the token's best kept expert with weight 0.0. Why: every id stays a real expert already in A, so
@@ -21,9 +22,10 @@ from routescope.oea.routing import (
     append_shared,
     finish_weights,
     group_allowed,
-    rank_order,
+    order_key,
     scores,
     selection_scores,
+    top_experts,
 )
 
 Tensor = Any
@@ -73,35 +75,32 @@ def oea_topk(
     sel = selection_scores(score, correction_bias)
     allowed = group_allowed(sel, cfg, biased=_biased(cfg, correction_bias))
 
+    key = order_key(sel)
+
     # Phase 1 on the model's own group-limited order; invalid rows contribute nothing.
-    p1_ids = rank_order(sel, allowed)[:, :k0]
+    p1_ids = top_experts(key, k0, allowed)
     p1 = torch.zeros((b, n), dtype=torch.bool, device=dev)
     p1.scatter_(1, p1_ids, valid.view(b, 1).expand(b, k0))
     in_a = p1.any(dim=0)  # [N]: the experts this batch loads anyway
-    n1 = valid.long() * k0  # [B]
 
-    # Phase 2: walk the order (groups masked or not), take experts in A not yet chosen.
-    walk_allowed = allowed if policy == "within-selected-groups" else None
-    order = rank_order(sel, walk_allowed)
+    # Phase 2: walking the order and adding experts in A until k is the same as taking the best
+    # experts in A (not yet chosen, in the row's groups under that policy) by the same key.
     ok = in_a.view(1, n).expand(b, n) & ~p1
-    if walk_allowed is not None:
-        ok = ok & walk_allowed
-    eligible = ok.gather(1, order)
-    rank_in_p2 = eligible.long().cumsum(dim=1)
-    take = eligible & (rank_in_p2 <= (k - n1).view(b, 1))
-
-    # Compact: Phase-1 ids in slots 0..n1-1, taken ids after them; column k is a dump slot.
-    slot = torch.where(take, n1.view(b, 1) + rank_in_p2 - 1, torch.full_like(rank_in_p2, k))
-    buf = torch.zeros((b, k + 1), dtype=order.dtype, device=dev)
-    buf[:, :k0] = p1_ids
-    buf.scatter_(1, slot, order)
-    kept = n1 + take.long().sum(dim=1)
-    used = torch.arange(k, device=dev).view(1, k) < kept.view(b, 1)
+    if policy == "within-selected-groups" and allowed is not None:
+        ok = ok & allowed
+    cand = top_experts(key, k, ok)  # padded rows may take up to k, real rows k - k0
+    cand_ok = ok.gather(1, cand)
+    real_ids = torch.cat([p1_ids, cand[:, : k - k0]], dim=1)
+    real_ok = torch.cat([torch.ones_like(p1_ids, dtype=torch.bool), cand_ok[:, : k - k0]], dim=1)
+    row_valid = valid.view(b, 1)
+    slots = torch.where(row_valid, real_ids, cand)
+    used = torch.where(row_valid, real_ok, cand_ok)
+    kept = used.long().sum(dim=1)
 
     # Padding slots repeat the row's best kept expert; a row with none takes A's lowest id.
     first_in_a = torch.argmax(in_a.to(torch.uint8)).view(1).expand(b)
-    best = torch.where(kept > 0, buf[:, 0], first_in_a)
-    ids = torch.where(used, buf[:, :k], best.view(b, 1).expand(b, k))
+    best = torch.where(kept > 0, slots[:, 0], first_in_a)
+    ids = torch.where(used, slots, best.view(b, 1).expand(b, k))
     raw = torch.where(used, score.gather(1, ids), torch.zeros((), device=dev))
     weights = finish_weights(raw, cfg)
     ids, weights = append_shared(ids, weights, cfg)

@@ -22,9 +22,11 @@ def render(report: SimReport) -> str:
     k0s = sorted({r.k0 for r in report.rows})
     series: list[tuple[str, str, list[tuple[int, float]]]] = []
     base = {r.batch: r.t_baseline_mean for r in report.rows}
-    series.append(("baseline top-%d" % report.top_k, "#333333", sorted(base.items())))
+    series.append((f"baseline top-{report.top_k}", "#333333", sorted(base.items())))
     for i, k0 in enumerate(k0s):
-        pts = [(r.batch, r.t_oea_mean) for r in report.rows if r.k0 == k0 and r.t_oea_mean is not None]
+        pts = [
+            (r.batch, r.t_oea_mean) for r in report.rows if r.k0 == k0 and r.t_oea_mean is not None
+        ]
         if pts:
             series.append((f"OEA k0={k0}", COLOURS[i % len(COLOURS)], sorted(pts)))
     y_max = max([v for _, _, pts in series for _, v in pts] + [1.0])
@@ -35,8 +37,11 @@ def render(report: SimReport) -> str:
         lo, hi = batches[0], batches[-1]
         if hi == lo:
             return LEFT + (W - LEFT - RIGHT) / 2
-        t = (math.log2(b) - math.log2(lo)) / (math.log2(hi) - math.log2(lo)) if log_x else (
-            (b - lo) / (hi - lo))
+        t = (
+            (math.log2(b) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+            if log_x
+            else ((b - lo) / (hi - lo))
+        )
         return LEFT + t * (W - LEFT - RIGHT)
 
     def fy(v: float) -> float:
@@ -65,7 +70,9 @@ def render(report: SimReport) -> str:
     for n, (label, colour, pts) in enumerate(series):
         path = " ".join(f"{fx(b):.1f},{fy(v):.1f}" for b, v in pts)
         dash = ' stroke-dasharray="6 3"' if n == 0 else ""
-        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
+        out.append(
+            f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
+        )
         for b, v in pts:
             out.append(f'<circle cx="{fx(b):.1f}" cy="{fy(v):.1f}" r="3" fill="{colour}"/>')
         ly = TOP + 10 + 18 * n
@@ -84,5 +91,5 @@ def _nice_ceiling(v: float) -> float:
     step = 10 ** math.floor(math.log10(v))
     for m in (1, 2, 2.5, 5, 10):
         if m * step >= v:
-            return m * step
-    return 10 * step
+            return float(m * step)
+    return float(10 * step)

@@ -32,7 +32,9 @@ def test_json_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert main([*args, "--plot", str(svg)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["schema_version"] == 1
-    assert [(r["batch"], r["k0"]) for r in data["rows"]] == [(b, k) for b in (1, 4, 16) for k in (1, 3)]
+    assert [(r["batch"], r["k0"]) for r in data["rows"]] == [
+        (b, k) for b in (1, 4, 16) for k in (1, 3)
+    ]
     assert all(r["t_oea_mean"] <= r["t_baseline_mean"] for r in data["rows"])
     assert data["rows"][0]["time_baseline_us"] is None  # no sizes given
     text = svg.read_text()
@@ -45,9 +47,12 @@ def test_json_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
         pytest.param(["--k0", "5"], "--k0 5", id="k0 above top_k"),
         pytest.param(["--batch", "x"], "--batch x", id="batch not a number"),
         pytest.param(["--quant", "int3"], "--quant int3", id="unknown quantisation"),
-        pytest.param(["--k0", "2", "--source", "zipf:abc"], "--source zipf:abc", id="bad zipf exponent"),
-        pytest.param(["--k0", "2", "--source", "/nonexistent.pt"], "/nonexistent.pt",
-                     id="missing trace"),
+        pytest.param(
+            ["--k0", "2", "--source", "zipf:abc"], "--source zipf:abc", id="bad zipf exponent"
+        ),
+        pytest.param(
+            ["--k0", "2", "--source", "/nonexistent.pt"], "/nonexistent.pt", id="missing trace"
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(
@@ -61,7 +66,9 @@ def test_bad_input_is_one_line_exit_2(
 def test_logits_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "logits.pt"
     torch.save(torch.randn(2, 32, 64, generator=torch.Generator().manual_seed(3)), path)
-    assert main([*BASE, "--source", str(path), "--batch", "8", "--k0", "2", "--format", "json"]) == 0
+    assert (
+        main([*BASE, "--source", str(path), "--batch", "8", "--k0", "2", "--format", "json"]) == 0
+    )
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["samples"] == 8 and row["t_oea_mean"] < row["t_baseline_mean"]
 

@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from routescope.hardware import resolve_gpu  # noqa: E402
-from routescope.oea.config import RouterConfig  # noqa: E402
-from routescope.oea.run import simulate  # noqa: E402
-from routescope.oea.sources import parse_source  # noqa: E402
+from routescope.hardware import resolve_gpu
+from routescope.oea.config import RouterConfig
+from routescope.oea.run import simulate
+from routescope.oea.sources import parse_source
 
 QWEN3_LIKE = RouterConfig(num_experts=128, top_k=8)
 
@@ -50,7 +50,8 @@ def test_skewed_routing_makes_oea_cheaper_in_quality() -> None:
 
 
 def test_batch_of_one_keeps_only_k0() -> None:
-    report = simulate(QWEN3_LIKE, model="t", gpu=resolve_gpu("sm90"),
-                      source=parse_source("correlated:0.5"), batches=[1], k0s=[5], steps=20)  # fmt: skip
+    source = parse_source("correlated:0.5")
+    report = simulate(QWEN3_LIKE, model="t", gpu=resolve_gpu("sm90"), source=source,
+                      batches=[1], k0s=[5], steps=20)  # fmt: skip
     row = report.rows[0]
     assert (row.t_baseline_mean, row.t_oea_mean, row.experts_per_token) == (8.0, 5.0, 5.0)
