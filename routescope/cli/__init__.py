@@ -37,9 +37,9 @@ def _root(
 
 def _register() -> None:
     # One module per command; each exposes `register(app)`.
-    from routescope.cli import cache, gpus, inspect, source
+    from routescope.cli import cache, gpus, inspect, simulate, source
 
-    for module in (inspect, gpus, source, cache):
+    for module in (inspect, gpus, simulate, source, cache):
         module.register(app)
 
 

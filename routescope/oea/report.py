@@ -1,0 +1,63 @@
+"""The simulator's result: plain frozen dataclasses (no torch), rendered by routescope.render."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SimRow:
+    """One (batch size, k0) cell. OEA fields are None where the source has ids but no scores.
+
+    T is the number of distinct routed experts one MoE layer loads for one decode batch;
+    mean and p95 run over every (layer, batch) sample. Times are per MoE layer, in µs.
+    """
+
+    batch: int
+    k0: int
+    samples: int
+    t_baseline_mean: float
+    t_baseline_p95: float
+    t_oea_mean: float | None
+    t_oea_p95: float | None
+    weight_mass_kept: float | None  # mean over tokens of sum(P over OEA set)/sum(P over top-k)
+    experts_per_token: float | None  # mean routed experts kept per token under OEA
+    time_baseline_us: float | None
+    time_oea_us: float | None
+
+    @property
+    def t_reduction(self) -> float | None:
+        if self.t_oea_mean is None or self.t_baseline_mean == 0:
+            return None
+        return 1.0 - self.t_oea_mean / self.t_baseline_mean
+
+
+@dataclass(frozen=True, slots=True)
+class SimReport:
+    """Everything `routescope simulate` shows; `to_json()` is the versioned JSON form."""
+
+    model: str
+    gpu: str
+    bandwidth_tbps: float
+    source: str
+    seed: int
+    quant: str
+    policy: str
+    num_experts: int
+    top_k: int
+    n_group: int
+    topk_group: int
+    scoring: str
+    expert_bytes: float | None
+    shared_bytes: float | None
+    rows: tuple[SimRow, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **asdict(self)}
+        out["rows"] = [{**asdict(r), "t_reduction": r.t_reduction} for r in self.rows]
+        out["notes"] = list(self.notes)
+        return out

@@ -1,0 +1,44 @@
+"""SimReport -> a rich table for the terminal (colour rules from render.style)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from routescope.oea.report import SimReport
+
+
+def _num(v: float | None, fmt: str = "{:.1f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def table(report: SimReport) -> Table:
+    """SimReport -> rich Table, one row per (batch, k0), plus a caption with the sizes."""
+    title = (
+        f"OEA simulation: {report.model} (N={report.num_experts}, k={report.top_k}, "
+        f"{report.scoring}, groups {report.topk_group}/{report.n_group}), source {report.source}, "
+        f"seed {report.seed}, {report.gpu} {report.bandwidth_tbps} TB/s"
+    )
+    t = Table(title=title, title_justify="left")
+    for col in ("B", "k0", "T base", "T base p95", "T OEA", "T OEA p95", "T cut",
+                "mass kept", "experts/tok", "µs base", "µs OEA"):  # fmt: skip
+        t.add_column(col, justify="right")
+    for r in report.rows:
+        t.add_row(
+            str(r.batch), str(r.k0), _num(r.t_baseline_mean), _num(r.t_baseline_p95),
+            _num(r.t_oea_mean), _num(r.t_oea_p95), _num(r.t_reduction, "{:.0%}"),
+            _num(r.weight_mass_kept, "{:.3f}"), _num(r.experts_per_token, "{:.2f}"),
+            _num(r.time_baseline_us), _num(r.time_oea_us),
+        )  # fmt: skip
+    caption = []
+    if report.expert_bytes is not None:
+        caption.append(
+            f"{report.quant}: {report.expert_bytes / 2**20:.2f} MiB per expert, shared "
+            f"{(report.shared_bytes or 0) / 2**20:.2f} MiB per layer (always loaded); "
+            "times per MoE layer, memory-bound model"
+        )
+    else:
+        caption.append("no layer sizes (hidden_size, moe_intermediate_size): times omitted")
+    caption.extend(report.notes)
+    t.caption = "\n".join(caption)
+    t.caption_justify = "left"
+    return t
