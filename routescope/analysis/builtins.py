@@ -25,6 +25,9 @@ _SAFE_METHODS = {
     dict: {"get", "keys", "values", "items"},
     list: {"index", "count"},
     tuple: {"index", "count"},
+    float: {"is_integer", "as_integer_ratio", "hex"},
+    int: {"bit_length", "bit_count", "to_bytes"},
+    bool: set(),
 }  # fmt: skip
 _MISSING = object()
 

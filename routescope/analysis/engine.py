@@ -13,7 +13,7 @@ from routescope.analysis.builtins import BoundConst, builtin_names, call_bound_c
 from routescope.analysis.facts import Facts
 from routescope.analysis.interp import Budget, BudgetExceeded, Paths, merge_origins
 from routescope.analysis.state import Frame, PathState, SinkHit
-from routescope.analysis.stmts import Outcome, StmtMixin
+from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin
 from routescope.analysis.values import (
     ClassVal, Const, EnumMember, External, FunctionVal, Instance, ModuleVal, Tensor, Unknown,
     Value,
@@ -24,6 +24,11 @@ _BUILTINS = builtin_names() | {
     "RuntimeError", "AssertionError", "KeyError", "TypeError", "AttributeError", "NotImplementedError",
     "property", "staticmethod", "classmethod", "NotImplemented", "OSError", "__name__",
 }  # fmt: skip
+
+
+# A module-level statement (a registration call, a table built in a loop) that takes longer than
+# this is abandoned: the names it binds become Unknown rather than stalling the trace.
+MODULE_STMT_SECONDS = 0.5
 
 
 class ModuleSource(Protocol):
@@ -49,6 +54,7 @@ class Engine(StmtMixin):
         self.loading: set[str] = set()
         self.ctx: list[_Ctx] = []
         self._lines: dict[str, tuple[str, ...]] = {}
+        self._in_module_getattr: set[str] = set()
 
     # --- context -----------------------------------------------------------------------------
 
@@ -92,6 +98,8 @@ class Engine(StmtMixin):
 
     def _module_stmt(self, mod: ModuleVal, st: PathState, stmt: ast.stmt) -> None:
         """Module level runs on one path: undecided branches merge (differing names -> Unknown)."""
+        where = f"{mod.relpath}:{stmt.lineno}"
+        self.budget.push(MODULE_STMT_SECONDS, f"module-level statement at {where} ran too long")
         try:
             outcomes = self.exec_stmt(st, stmt)
         except BudgetExceeded as exc:
@@ -99,29 +107,31 @@ class Engine(StmtMixin):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                     mod.globals[sub.id] = Unknown(str(exc))
             return
+        finally:
+            self.budget.pop()
         normal = [s for s, kind, _ in outcomes if kind == "normal"]
         if not normal:
             return
-        if len(normal) == 1:
-            if normal[0].env is not mod.globals:
-                mod.globals.update(normal[0].env)
-            return
-        merged: dict[str, Value] = {}
-        keys = set().union(*(s.env.keys() for s in normal))
-        where = f"{mod.relpath}:{stmt.lineno}"
-        for key in keys:
-            vals = [s.env.get(key) for s in normal]
-            first = vals[0]
-            if all(v is first for v in vals) or (
-                all(isinstance(v, Const) for v in vals)
-                and len({repr(v.value) for v in vals}) == 1  # type: ignore[union-attr]
-            ):
-                merged[key] = first if first is not None else Unknown("unbound")
-            else:
-                merged[key] = Unknown(f"depends on the undecided condition at {where}")
-        mod.globals.clear()
-        mod.globals.update(merged)
+        envs = [s.envs[0] for s in normal]
+        if len(envs) == 1:
+            merged = dict(envs[0])
+        else:
+            merged = {}
+            where = f"{mod.relpath}:{stmt.lineno}"
+            for key in set().union(*(e.keys() for e in envs)):
+                vals = [e.get(key) for e in envs]
+                first = vals[0]
+                same = all(v is first for v in vals) or (
+                    all(isinstance(v, Const) for v in vals)
+                    and len({repr(v.value) for v in vals}) == 1  # type: ignore[union-attr]
+                )
+                merged[key] = (first if first is not None else Unknown("unbound")) if same else \
+                    Unknown(f"depends on the undecided condition at {where}")  # fmt: skip
+        if merged is not mod.globals:
+            mod.globals.clear()
+            mod.globals.update(merged)
         st.envs[0] = mod.globals
+        del st.envs[1:]
 
     def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]:
         if isinstance(node, ast.Import):
@@ -182,6 +192,16 @@ class Engine(StmtMixin):
         sub = f"{mod.name}.{name}"
         if self.index.has_module(sub):
             return self._resolve(_LazyModule(self, sub))
+        hook = mod.globals.get("__getattr__")
+        if isinstance(hook, FunctionVal) and name not in self._in_module_getattr:
+            self._in_module_getattr.add(name)  # PEP 562 lazy attributes (current_platform)
+            try:
+                got = [v for _s, k, v in self._invoke(PathState(envs=[{}]), hook, [Const(name)], {}, None)
+                       if k == "return" and v is not None]  # fmt: skip
+            finally:
+                self._in_module_getattr.discard(name)
+            if len(got) == 1:
+                return got[0]
         if mod.name in self.loading:
             return _LazyName(self, mod.name, name)
         return Unknown(f"{mod.name} has no attribute {name}")
@@ -197,10 +217,10 @@ class Engine(StmtMixin):
     # --- names and attributes ---------------------------------------------------------------
 
     def lookup_name(self, st: PathState, name: str) -> Value:
-        if st.envs and name in st.env:
+        declared = st.env.get(GLOBALS_KEY) if st.envs else None
+        is_global = isinstance(declared, Const) and name in declared.value
+        if st.envs and name in st.env and not is_global:
             return self._resolve(st.env[name])
-        if len(st.envs) > 1 and st.envs[0] is not st.env and name in st.envs[0]:
-            pass
         fn_closure = self._closure()
         if fn_closure is not None and name in fn_closure:
             return self._resolve(fn_closure[name])
@@ -231,6 +251,8 @@ class Engine(StmtMixin):
             if isinstance(found, FunctionVal):
                 return [(st, found.bind(obj.receiver))]
             return [(st, found or Unknown(f"super() has no attribute {name}"))]
+        if isinstance(obj, Instance) and obj.label == "dict" and obj.cls is None:
+            return [(st, _DictMethod(obj, name))]
         if isinstance(obj, Instance):
             if name in obj.fields:
                 return [(st, obj.fields[name])]
@@ -375,7 +397,9 @@ class Engine(StmtMixin):
         if isinstance(fn, BoundConst):
             return [(st, call_bound_const(fn, args, kwargs))]
         if isinstance(fn, _TensorMethod):
-            return [(st, Tensor())]
+            return [(st, Tensor(producer=_producer_of([fn.tensor, *args], st.claims)))]
+        if isinstance(fn, _DictMethod):
+            return [(st, fn.call(args, kwargs))]
         if isinstance(fn, External):
             return self._call_external(st, fn, args, kwargs, node)
         if isinstance(fn, FunctionVal):
@@ -405,9 +429,12 @@ class Engine(StmtMixin):
             return [(st, builtin)]
         rule = self.facts.sink_for_external(name)
         if rule is not None:
-            self._hit_sink(st, name, rule.kind, rule.id, node)
+            return [(st, self._hit_sink(st, name, rule.kind, rule.id, node, [*args, *kwargs.values()]))]
+        if name.startswith(_NON_TENSOR_TORCH):
+            return [(st, Unknown(f"result of {name}()"))]
         if name.startswith("torch.") or name.startswith("triton"):
-            return [(st, Tensor())]
+            inherited = _producer_of([*args, *kwargs.values()], st.claims)
+            return [(st, Tensor(producer=inherited))]
         return [(st, Unknown(f"result of {name}()"))]
 
     def _special_builtin(self, st: PathState, name: str, args: list[Value],
@@ -432,6 +459,10 @@ class Engine(StmtMixin):
             return [(st, Const(None))]
         if name == "super":
             return [(st, self._super())]
+        if name == "dict" and (not args or isinstance(args[0], Instance) and args[0].label == "dict"):
+            fields = dict(args[0].fields) if args else {}  # type: ignore[union-attr]
+            fields.update({repr(k): v for k, v in kwargs.items()})
+            return [(st, Instance(None, fields, "dict"))]
         if name == "type" and len(args) == 1:
             a = self._resolve(args[0])
             return [(st, a.cls if isinstance(a, Instance) and a.cls else Unknown("type()"))]
@@ -467,10 +498,21 @@ class Engine(StmtMixin):
             return Const(default.value, (f"env {var} unset: default at {where}",))
         return default
 
-    def _hit_sink(self, st: PathState, name: str, kind: str, rule: str, node: ast.AST | None) -> None:
-        if st.sink is None:
-            st.sink = SinkHit(name, kind, self.current_file(), getattr(node, "lineno", 0),
-                              self.current_function(), rule)  # fmt: skip
+    def _hit_sink(self, st: PathState, name: str, kind: str, rule: str, node: ast.AST | None,
+                  inputs: list[Value]) -> Tensor:  # fmt: skip
+        """A routing-capable kernel was called. Its output belongs to whichever sink produced its
+        tensor inputs (post-processing of routed ids), else it is itself the producer; tensors it
+        receives that no sink wrote yet are its outputs written in place."""
+        inherited = _producer_of(inputs, st.claims)
+        if inherited is not None:
+            return Tensor(producer=inherited)
+        hit = SinkHit(name, kind, self.current_file(), getattr(node, "lineno", 0),
+                      self.current_function(), rule)  # fmt: skip
+        st.sinks.append(hit)
+        for t in _tensors(inputs):
+            if t.producer is None and id(t) not in st.claims:
+                st.claims[id(t)] = hit  # written in place (preallocated outputs); path-local
+        return Tensor(producer=hit)
 
     def _construct(self, st: PathState, cls: ClassVal, args: list[Value],
                    kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
@@ -527,8 +569,9 @@ class Engine(StmtMixin):
         """Enter a framework function, or record it as the sink, or apply its summary."""
         decorated = self.facts.sink_for_decorators(fn.decorators)
         if decorated is not None and decorated.kind != "none":
-            self._hit_sink(st, fn.qualname, decorated.kind, decorated.id, node)
-            return [(st, "return", Tensor())]
+            out = self._hit_sink(st, fn.qualname, decorated.kind, decorated.id, node,
+                                 [*args, *kwargs.values()])  # fmt: skip
+            return [(st, "return", out)]
         summary = self.facts.summaries.get(fn.qualname)
         if summary is not None:
             return [(s, "return", v) for s, v in self._summary(st, fn, summary)]
@@ -665,6 +708,41 @@ class Engine(StmtMixin):
         return False
 
 
+# torch namespaces whose calls answer questions about the platform rather than make tensors
+_NON_TENSOR_TORCH = ("torch.cuda.", "torch._C.", "torch.version", "torch.backends.",
+                     "torch.distributed.", "torch.compiler.", "torch._dynamo.", "torch.library.")  # fmt: skip
+
+
+def _tensors(vals: list[Value], depth: int = 2) -> list[Tensor]:
+    out: list[Tensor] = []
+    for v in vals:
+        if isinstance(v, Tensor):
+            out.append(v)
+        elif isinstance(v, Instance) and v.label in ("tuple", "dict") and depth > 0:
+            out.extend(_tensors(list(v.fields.values()), depth - 1))
+    return out
+
+
+def _producer_of(vals: list[Value], claims: dict[int, SinkHit]) -> SinkHit | None:
+    for t in _tensors(vals):
+        found = t.producer or claims.get(id(t))
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    return None
+
+
+def routing_producer(result: Value, claims: dict[int, SinkHit], depth: int = 3) -> SinkHit | None:
+    """The sink that produced the first routing tensor found in a returned value."""
+    if isinstance(result, Tensor):
+        return result.producer or claims.get(id(result))  # type: ignore[no-any-return]
+    if isinstance(result, Instance) and depth > 0:
+        for v in result.fields.values():
+            found = routing_producer(v, claims, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
 class _ImportFailure(Value):
     """An import of a package the facts say is absent: raising ImportError at that line."""
 
@@ -705,6 +783,50 @@ class _LazyName(Value):
         if self.module in self.engine.loading:
             return Unknown(f"{self.name} not yet defined in {self.module} (import cycle)")
         return Unknown(f"{self.module} has no name {self.name}")
+
+
+class _DictMethod(Value):
+    """A method of a dict literal the engine tracks key by key (keys stored as repr)."""
+
+    def __init__(self, target: Instance, name: str) -> None:
+        super().__init__()
+        self.target = target
+        self.name = name
+
+    def call(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        f = self.target.fields
+        key = repr(args[0].value) if args and isinstance(args[0], Const) else None
+        if self.name == "update":
+            if args and isinstance(args[0], Instance) and args[0].label == "dict":
+                f.update(args[0].fields)
+            f.update({repr(k): v for k, v in kwargs.items()})
+            return Const(None)
+        if self.name in ("get", "pop", "setdefault") and key is not None:
+            default = args[1] if len(args) > 1 else Const(None)
+            if self.name == "setdefault" and key not in f:
+                f[key] = default
+            value = f.get(key, default)
+            if self.name == "pop":
+                f.pop(key, None)
+            return value
+        if self.name == "keys":
+            return Instance(None, {str(i): _key_value(k) for i, k in enumerate(f)}, "tuple")
+        if self.name == "values":
+            return Instance(None, {str(i): v for i, v in enumerate(f.values())}, "tuple")
+        if self.name == "items":
+            pairs = {str(i): Instance(None, {"0": _key_value(k), "1": v}, "tuple")
+                     for i, (k, v) in enumerate(f.items())}  # fmt: skip
+            return Instance(None, pairs, "tuple")
+        return Unknown(f"dict.{self.name}()")
+
+
+def _key_value(key: str) -> Value:
+    import ast as _ast
+
+    try:
+        return Const(_ast.literal_eval(key))
+    except (ValueError, SyntaxError):
+        return Unknown("dict key")
 
 
 class _TensorMethod(Value):

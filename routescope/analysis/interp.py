@@ -48,9 +48,20 @@ class Budget:
         self.loop_limit = loop_limit
         self.seconds = seconds
 
+        self.local: list[tuple[float, str]] = []  # nested deadlines, innermost last
+
     def check_time(self) -> None:
-        if time.monotonic() > self.deadline:
+        now = time.monotonic()
+        if self.local and now > self.local[-1][0]:
+            raise BudgetExceeded(self.local[-1][1])
+        if now > self.deadline:
             raise BudgetExceeded(f"time budget of {self.seconds:g} s exhausted")
+
+    def push(self, seconds: float, reason: str) -> None:
+        self.local.append((time.monotonic() + seconds, reason))
+
+    def pop(self) -> None:
+        self.local.pop()
 
 
 def merge_origins(*vals: Value) -> tuple[str, ...]:
@@ -99,6 +110,9 @@ class ExprMixin:
             for s, vals in acc:
                 if isinstance(n, ast.Starred):
                     for s2, v in self.ev(s, n.value):
+                        if isinstance(v, Instance) and v.label == "tuple":
+                            nxt.append((s2, [*vals, *v.fields.values()]))
+                            continue
                         items = v.value if isinstance(v, Const) and isinstance(v.value, (tuple, list)) else None
                         if items is None:
                             nxt.append((s2, [*vals, Unknown("starred argument")]))
@@ -114,7 +128,18 @@ class ExprMixin:
         return [(st, Const(node.value))]
 
     def ev_JoinedStr(self, st: PathState, node: ast.JoinedStr) -> Paths:
-        return [(st, Unknown("f-string"))]
+        parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+        out: Paths = []
+        for s, vals in self.ev_seq(st, parts):
+            literal = any(isinstance(v, ast.Constant) and v.value for v in node.values)
+            if all(isinstance(v, Const) for v in vals) and not any(
+                isinstance(v, ast.FormattedValue) and (v.format_spec or v.conversion != -1)
+                for v in node.values
+            ):
+                out.append((s, Const("".join(str(v.value) for v in vals), merge_origins(*vals))))  # type: ignore[attr-defined]
+            else:
+                out.append((s, Unknown("f-string", truthy=True if literal else None)))
+        return out
 
     def ev_Name(self, st: PathState, node: ast.Name) -> Paths:
         return [(st, self.lookup_name(st, node.id))]
@@ -177,7 +202,8 @@ class ExprMixin:
                     out.append((s, Unknown(f"{type(exc).__name__} in {self.source_text(node)}")))
                     continue
             if isinstance(a, Tensor) or isinstance(b, Tensor):
-                out.append((s, Tensor()))
+                t = a if isinstance(a, Tensor) else b
+                out.append((s, Tensor(producer=t.producer)))  # type: ignore[union-attr]
             else:
                 out.append((s, _unknown_from(f"{self.source_text(node)}", a, b)))
         return out
@@ -315,7 +341,7 @@ class ExprMixin:
             except Exception:
                 return Unknown("subscript raised")
         if isinstance(obj, Tensor):
-            return Tensor()
+            return Tensor(producer=obj.producer)
         if isinstance(obj, Instance) and isinstance(idx, Const):
             key = repr(idx.value) if obj.label == "dict" else str(idx.value)
             if key in obj.fields:
@@ -349,18 +375,16 @@ class ExprMixin:
     def ev_Call(self, st: PathState, node: ast.Call) -> Paths:
         out: Paths = []
         kw_nodes = [k for k in node.keywords if k.arg is not None]
-        star_kw = [k for k in node.keywords if k.arg is None]
-        for s, vals in self.ev_seq(st, [node.func, *node.args, *(k.value for k in kw_nodes),
-                                         *(k.value for k in star_kw)]):  # fmt: skip
-            fn, rest = vals[0], vals[1:]
-            args = rest[: len(node.args)]
-            kwvals = rest[len(node.args): len(node.args) + len(kw_nodes)]
+        star_kw = [k.value for k in node.keywords if k.arg is None]
+        for s, head in self.ev_seq(st, [node.func, *(k.value for k in kw_nodes), *star_kw]):
+            fn, kwvals, extras = head[0], head[1: 1 + len(kw_nodes)], head[1 + len(kw_nodes):]
             kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals) if k.arg is not None}
-            for extra in rest[len(node.args) + len(kw_nodes):]:
+            for extra in extras:
                 if isinstance(extra, Instance) and extra.label == "dict":
                     for key, v in extra.fields.items():
                         kwargs[key.strip("'\"")] = v
-            out.extend(self.call(s, fn, args, kwargs, node))
+            for s2, args in self.ev_seq(s, list(node.args)):  # *args expand here
+                out.extend(self.call(s2, fn, args, dict(kwargs), node))
         return out
 
     # --- conditions -------------------------------------------------------------------------

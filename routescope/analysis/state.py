@@ -64,7 +64,8 @@ class PathState:
     decisions: list[Decision] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     trail: list[Frame] = field(default_factory=list)  # every frame entered, in order
-    sink: SinkHit | None = None
+    sinks: list[SinkHit] = field(default_factory=list)  # every routing kernel called, in order
+    claims: dict[int, SinkHit] = field(default_factory=dict)  # id(tensor) -> kernel that wrote it
     stopped: str = ""  # a budget overrun or dead end: the path's reason for ending early
     assumptions: list[str] = field(default_factory=list)
 
@@ -74,7 +75,8 @@ class PathState:
             decisions=list(self.decisions),
             frames=list(self.frames),
             trail=list(self.trail),
-            sink=self.sink,
+            sinks=list(self.sinks),
+            claims=dict(self.claims),
             stopped=self.stopped,
             assumptions=list(self.assumptions),
         )

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from routescope.analysis.interp import BudgetExceeded, ExprMixin
 from routescope.analysis.state import PathState
 from routescope.analysis.values import ClassVal, Const, External, Instance, Unknown, Value, truth
+
+GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 
 # (path, how the block ended, the value returned or raised)
 Outcome = tuple[PathState, str, Value | None]
@@ -18,6 +21,8 @@ class StmtMixin(ExprMixin):
     def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]: ...
     def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None: ...
     def exception_matches(self, exc: Value | None, handler: ast.ExceptHandler, st: PathState) -> bool | None: ...
+
+    ctx: list[Any]
 
     def exec_block(self, st: PathState, body: list[ast.stmt]) -> list[Outcome]:
         live: list[PathState] = [st]
@@ -77,8 +82,18 @@ class StmtMixin(ExprMixin):
             out.append((s, "normal", None))
         return out
 
+    def ex_Global(self, st: PathState, node: ast.Global) -> list[Outcome]:
+        declared = st.env.get(GLOBALS_KEY)
+        names = set(declared.value) if isinstance(declared, Const) else set()
+        st.env[GLOBALS_KEY] = Const(frozenset(names | set(node.names)))
+        return [(st, "normal", None)]
+
     def assign(self, st: PathState, target: ast.expr, v: Value) -> None:
         if isinstance(target, ast.Name):
+            declared = st.env.get(GLOBALS_KEY)
+            if isinstance(declared, Const) and target.id in declared.value and self.ctx:
+                self.ctx[-1].module.globals[target.id] = v  # `global X` then `X = ...`
+                return
             st.env[target.id] = v
         elif isinstance(target, (ast.Tuple, ast.List)):
             items: list[Value] | None = None
@@ -219,21 +234,27 @@ class StmtMixin(ExprMixin):
     ex_AsyncFor = ex_For
 
     def ex_While(self, st: PathState, node: ast.While) -> list[Outcome]:
+        """Unrolled while the condition is decided; an undecided one runs the body once, havoced."""
         out: list[Outcome] = []
         live = [st]
         for _ in range(self.budget.loop_limit):
             nxt = []
-            for s, taken in [x for s0 in live for x in self.decide(s0, node.test)]:
-                if not taken:
-                    out.extend(self.exec_block(s, node.orelse))
+            for s0 in live:
+                probe = self.peek(s0, node.test)
+                if probe is None or truth(probe) is None:
+                    out.extend(self._havoc_loop(s0, node))
                     continue
-                for s2, kind, val in self.exec_block(s, node.body):
-                    if kind in ("normal", "continue"):
-                        nxt.append(s2)
-                    elif kind == "break":
-                        out.append((s2, "normal", None))
-                    else:
-                        out.append((s2, kind, val))
+                for s, taken in self.decide(s0, node.test):
+                    if not taken:
+                        out.extend(self.exec_block(s, node.orelse))
+                        continue
+                    for s2, kind, val in self.exec_block(s, node.body):
+                        if kind in ("normal", "continue"):
+                            nxt.append(s2)
+                        elif kind == "break":
+                            out.append((s2, "normal", None))
+                        else:
+                            out.append((s2, kind, val))
             live = nxt
             if not live:
                 return out
@@ -243,18 +264,23 @@ class StmtMixin(ExprMixin):
             out.append((s, "stop", Unknown(s.stopped)))
         return out
 
-    def _havoc_loop(self, st: PathState, node: ast.For) -> list[Outcome]:
+    def _havoc_loop(self, st: PathState, node: ast.For | ast.While) -> list[Outcome]:
         """An unbounded loop: run the body once on unknowns, then forget what it assigned."""
-        self.assign(st, node.target, Unknown("loop variable"))
+        if isinstance(node, ast.For):
+            self.assign(st, node.target, Unknown("loop variable"))
         out: list[Outcome] = []
+        merged: PathState | None = None
         for s, kind, val in self.exec_block(st, node.body):
             if kind in ("return", "raise", "stop"):
                 out.append((s, kind, val))
                 continue
+            if merged is None:  # the iterations that fall through collapse into one path
+                merged = s
+        if merged is not None:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    s.env[sub.id] = Unknown(f"assigned in the loop at line {node.lineno}")
-            out.append((s, "normal", None))
+                    merged.env[sub.id] = Unknown(f"assigned in the loop at line {node.lineno}")
+            out.append((merged, "normal", None))
         return out
 
 
@@ -266,7 +292,9 @@ def _as_load(target: ast.expr) -> ast.expr:
 def _unpacked(v: Value) -> Value:
     from routescope.analysis.values import Tensor
 
-    if isinstance(v, Tensor) or (isinstance(v, Unknown) and "tensor" in v.reason):
+    if isinstance(v, Tensor):
+        return Tensor(producer=v.producer)  # topk_weights, topk_ids = kernel(...)
+    if isinstance(v, Unknown) and "tensor" in v.reason:
         return Tensor()
     return Unknown("unpacked from an unknown value")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from routescope.analysis.engine import Engine
+from routescope.analysis.engine import Engine, routing_producer
 from routescope.analysis.interp import BudgetExceeded
 from routescope.analysis.state import Decision, Frame, PathState, SinkHit
 from routescope.analysis.values import ClassVal, FunctionVal, Instance, Unknown, Value, describe
@@ -14,10 +14,11 @@ from routescope.analysis.values import ClassVal, FunctionVal, Instance, Unknown,
 class TracedPath:
     decisions: tuple[Decision, ...]
     frames: tuple[Frame, ...]  # every framework function entered, in order
-    sink: SinkHit | None
+    sink: SinkHit | None  # the kernel that produced the returned routing tensors
     outcome: str  # "return" | "raise" | "stop"
     result: str  # the returned value, described
     stopped: str  # why the path ended early ("" when it ran to the end)
+    kernels: tuple[SinkHit, ...] = ()  # every routing-capable kernel called on the path
 
     @property
     def decided(self) -> bool:
@@ -55,12 +56,17 @@ def trace_call(engine: Engine, fn: Value, args: list[Value], kwargs: dict[str, V
         else:
             outcomes = [(s, "return", v) for s, v in engine.call(st, fn, args, kwargs, None)]
     except BudgetExceeded as exc:
-        return [TracedPath(tuple(st.decisions), tuple(st.trail), st.sink, "stop", "", str(exc))]
+        return [TracedPath(tuple(st.decisions), tuple(st.trail), None, "stop", "", str(exc))]
     return [
-        TracedPath(tuple(s.decisions), tuple(s.trail), s.sink, "stop" if s.stopped else kind,
-                   describe(v) if v is not None else "", s.stopped)  # fmt: skip
+        TracedPath(tuple(s.decisions), tuple(s.trail), _sink(s, v), "stop" if s.stopped else kind,
+                   describe(v) if v is not None else "", s.stopped, tuple(s.sinks))  # fmt: skip
         for s, kind, v in outcomes
     ]
+
+
+def _sink(st: PathState, result: Value | None) -> SinkHit | None:
+    found = routing_producer(result, st.claims) if result is not None else None
+    return found or (st.sinks[0] if st.sinks else None)
 
 
 def new_instance(cls: Value, label: str) -> Instance:

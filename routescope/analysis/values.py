@@ -43,27 +43,33 @@ class Const(Value):
 
 
 class Unknown(Value):
-    """A value the facts cannot decide, with the reason (shown when it decides a branch)."""
+    """A value the facts cannot decide, with the reason (shown when it decides a branch).
 
-    __slots__ = ("reason",)
+    `truthy` is set when only the truthiness is known (an f-string with literal text)."""
 
-    def __init__(self, reason: str, origins: tuple[str, ...] = ()) -> None:
+    __slots__ = ("reason", "truthy")
+
+    def __init__(self, reason: str, origins: tuple[str, ...] = (), truthy: bool | None = None) -> None:
         super().__init__(origins)
         self.reason = reason
+        self.truthy = truthy
 
     def __repr__(self) -> str:
         return f"Unknown({self.reason!r})"
 
 
 class Tensor(Value):
-    """An abstract tensor: only the facts that guards look at."""
+    """An abstract tensor: only the facts that guards look at, and which sink produced it
+    (the first routing kernel that wrote it, directly or in place)."""
 
-    __slots__ = ("dtype", "shape")
+    __slots__ = ("dtype", "producer", "shape")
 
-    def __init__(self, shape: tuple[Value, ...] | None = None, dtype: str | None = None) -> None:
+    def __init__(self, shape: tuple[Value, ...] | None = None, dtype: str | None = None,
+                 producer: Any = None) -> None:  # fmt: skip
         super().__init__()
         self.shape = shape
         self.dtype = dtype
+        self.producer = producer
 
     def __repr__(self) -> str:
         return f"Tensor({self.shape}, {self.dtype})"
@@ -191,6 +197,8 @@ def truth(v: Value) -> bool | None:
             return bool(v.value)
         except Exception:
             return None
+    if isinstance(v, Unknown):
+        return v.truthy
     if isinstance(v, (FunctionVal, ClassVal, ModuleVal, EnumMember)):
         return True
     if isinstance(v, Instance):

@@ -1,0 +1,201 @@
+"""Deployment + model + framework source -> every routing path with its decisions and sink."""
+
+from __future__ import annotations
+
+import ast
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from routescope.analysis.engine import Engine
+from routescope.analysis.frameworks import FrameworkRules, build_facts
+from routescope.analysis.index import Index
+from routescope.analysis.interp import Budget
+from routescope.analysis.model import ModelSite, find_block, find_model_class
+from routescope.analysis.state import PathState
+from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
+from routescope.analysis.values import ClassVal, Const, EnumMember, Instance, Tensor, Unknown, Value, describe
+from routescope.errors import RoutescopeError
+from routescope.hardware import GpuProfile
+from routescope.intake.spec import RoutingSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    gpu: GpuProfile
+    tp: int = 1
+    quant: str | None = None  # None: from the checkpoint's quantization_config
+    server_args: dict[str, Any] = field(default_factory=dict)  # --set
+    env: dict[str, str] = field(default_factory=dict)  # --env
+
+
+@dataclass(frozen=True, slots=True)
+class RouterState:
+    """The router op as the block built it: its scalar settings, each with where it came from."""
+
+    settings: dict[str, tuple[str, tuple[str, ...]]]  # name -> (value described, origins)
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    framework: str
+    version: str | None
+    source: str  # where the source came from
+    site: ModelSite | None
+    router: RouterState | None
+    paths: tuple[TracedPath, ...]
+    notes: tuple[str, ...]
+    seconds: float
+
+
+def _config_instance(spec: RoutingSpec) -> Instance:
+    fields: dict[str, Value] = {}
+    for key, value in spec.config_view.items():
+        prov = spec.config_view_origin.get(key)
+        origin = prov.describe() if prov else "config"
+        fields[key] = Const(value, (origin,)) if _literal(value) else Unknown(f"config.{key}")
+    return Instance(None, fields, "config")
+
+
+def _literal(v: Any) -> bool:
+    return isinstance(v, (int, float, str, bool, type(None))) or (
+        isinstance(v, (list, tuple)) and all(_literal(x) for x in v)
+    )
+
+
+def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, notes: list[str]) -> Value:
+    spec = rules.data.get("server_args", {})
+    for candidate in spec.get("class", []):
+        cls = resolve_entry(engine, candidate)
+        if isinstance(cls, ClassVal):
+            inst = Instance(cls, {}, "server_args")
+            engine._dataclass_init(cls, inst, [], {})
+            for key, value in dep.server_args.items():
+                if f"__field__{key}" not in {k for c in cls.mro() for k in c.attrs}:
+                    raise RoutescopeError(f"--set {key}", f"{cls.qualname} has no such field")
+                inst.fields[key] = Const(value, (f"--set {key}",))
+            inst.fields["tp_size"] = Const(dep.tp, ("--tp",))
+            for field_name, v in list(inst.fields.items()):
+                if isinstance(v, Const) and not v.origins:
+                    inst.fields[field_name] = Const(v.value, (f"{cls.qualname} default",))
+            for fn_name in spec.get("install", []):
+                fn = resolve_entry(engine, fn_name)
+                if isinstance(fn, Unknown):
+                    notes.append(f"server start-up step {fn_name} is absent in this version")
+                    continue
+                engine.call(PathState(envs=[{}]), fn, [inst], {}, None)
+            return inst
+    notes.append("no server-argument class found; server arguments are unknown")
+    return Unknown("server arguments")
+
+
+def _init_kwargs(block: ClassVal, values: dict[str, Value]) -> dict[str, Value]:
+    init = block.lookup("__init__")
+    node = getattr(init, "node", None)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    names = {a.arg for a in [*node.args.args, *node.args.kwonlyargs]}
+    return {k: v for k, v in values.items() if k in names}
+
+
+def _router_state(router: Value) -> RouterState | None:
+    if not isinstance(router, Instance):
+        return None
+    settings: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for name, v in router.fields.items():
+        inner = v.fields.items() if isinstance(v, Instance) and v.cls is not None else [(name, v)]
+        for key, val in inner:
+            if isinstance(val, (Const, EnumMember, Unknown, Tensor)):
+                settings[key] = (describe(val) if not isinstance(val, Tensor) else "tensor", val.origins)
+    return RouterState(settings)
+
+
+def _find_router(obj: Value, router_cls: ClassVal, depth: int = 3) -> Instance | None:
+    """The router op nearest to the built object (breadth-first over fields), so the block's
+    own router wins over one its experts keep."""
+    level: list[Value] = [obj]
+    for _ in range(depth + 1):
+        nxt: list[Value] = []
+        for v in level:
+            if not isinstance(v, Instance):
+                continue
+            if v.cls is not None and router_cls in v.cls.mro():
+                return v
+            nxt.extend(v.fields.values())
+        level = nxt
+    return None
+
+
+def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
+    init = cls.lookup("__init__")
+    node = getattr(init, "node", None)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    a = node.args
+    params = [*a.posonlyargs, *a.args][1:]
+    required = params[: len(params) - len(a.defaults)]
+    required += [p for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    return [p.arg for p in required if p.arg not in given]
+
+
+def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
+                 router_cls: ClassVal) -> list[tuple[PathState, Value]]:  # fmt: skip
+    """Construct the block as its parent does when the block needs arguments only the parent
+    knows (Mixtral's MoE takes top_k from its decoder layer); else the block itself."""
+    cls = site.block_class
+    if _required_missing(cls, _init_kwargs(cls, values)) and len(site.chain) >= 2:
+        parent = resolve_entry_qual(engine, site.chain[-2])
+        if isinstance(parent, ClassVal) and parent is not site.model_class:
+            cls = parent
+    st = PathState(envs=[{}])
+    built = engine.call(st, cls, [], _init_kwargs(cls, values), None)
+    return [(s, _find_router(v, router_cls) or v) for s, v in built]
+
+
+def resolve_entry_qual(engine: Engine, qualname: str) -> Value:
+    return resolve_entry(engine, qualname)
+
+
+def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: Deployment,
+                   version: str | None, origin: str) -> Dispatch:  # fmt: skip
+    """Build the model's MoE block with the framework's code and trace its router's forward."""
+    start = time.monotonic()
+    notes: list[str] = []
+    facts = build_facts(rules, dep.gpu, dep.env)
+    engine = Engine(index, facts, Budget())
+    server_args = _server_args(engine, rules, dep, notes)
+    facts.bindings["server_args"] = server_args
+    router_cls = resolve_entry(engine, rules.router_class)
+    if not isinstance(router_cls, ClassVal):
+        raise RoutescopeError(origin, f"{rules.router_class} not found in this version")
+    arch = (spec.architectures.value or ("",))[0]
+    models = rules.data["models"]
+    model_cls = find_model_class(engine, models["package"], models["registry_name"], arch)
+    site = find_block(engine, model_cls, router_cls)
+    quant = dep.quant or spec.quantization.value
+    quant_config: Value = Const(None, ("unquantized checkpoint",)) if quant in (None, "bf16") else \
+        Unknown(f"quantization config objects ({quant}) are not modelled yet")  # fmt: skip
+    layer = spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
+    values: dict[str, Value] = {
+        "config": _config_instance(spec),
+        "quant_config": quant_config,
+        "layer_id": Const(layer, ("first MoE layer",)),
+        "prefix": Const(f"model.layers.{layer}.mlp"),
+    }
+    built = _build_block(engine, site, values, router_cls)
+    paths: list[TracedPath] = []
+    router_state: RouterState | None = None
+    for bst, router in built:
+        if not isinstance(router, Instance):
+            paths.append(TracedPath(tuple(bst.decisions), tuple(bst.trail), None, "stop", "",
+                                    "the block did not build its router"))  # fmt: skip
+            continue
+        router_state = router_state or _router_state(router)
+        fn = engine.attribute(bst, router, rules.router_call)[0][1]
+        n = spec.num_experts.value
+        logits = Tensor((Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32")
+        for p in trace_call(engine, fn, [Tensor(), logits], {}):
+            paths.append(TracedPath(tuple(bst.decisions) + p.decisions, tuple(bst.trail) + p.frames,
+                                    p.sink, p.outcome, p.result, p.stopped, p.kernels))  # fmt: skip
+    return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),
+                    time.monotonic() - start)  # fmt: skip

@@ -1,0 +1,78 @@
+"""Framework rule files (rules/frameworks/<id>.toml) -> the engine's Facts for one deployment."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from routescope.analysis.facts import Facts, SinkRule
+from routescope.analysis.values import Const, Unknown, Value
+from routescope.errors import RoutescopeError
+from routescope.hardware import GpuProfile
+from routescope.rules import load_rule_file, rules_dir
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkRules:
+    id: str
+    path: str  # the rule file, for evidence
+    data: dict[str, Any]
+
+    @property
+    def router_class(self) -> str:
+        return str(self.data["router"]["class"])
+
+    @property
+    def router_call(self) -> str:
+        return str(self.data["router"]["call"])
+
+    @property
+    def cases(self) -> list[dict[str, Any]]:
+        return list(self.data.get("cases", []))
+
+
+@cache
+def load_framework(name: str) -> FrameworkRules:
+    path = rules_dir() / "frameworks" / f"{name}.toml"
+    if not path.is_file():
+        known = sorted(p.stem for p in (rules_dir() / "frameworks").glob("*.toml")
+                       if not p.stem.endswith(".seeds"))  # fmt: skip
+        raise RoutescopeError(f"--framework {name}", f"no rules for this framework; known: {', '.join(known)}")
+    data = load_rule_file(path, "framework")
+    return FrameworkRules(data["id"], f"rules/frameworks/{path.name}", data)
+
+
+def _fact(text: str, gpu: GpuProfile, origin: str) -> Value:
+    if text.startswith("@gpu."):
+        field = text.removeprefix("@gpu.")
+        value = getattr(gpu, field, None)
+        if value is None:
+            return Unknown(f"GPU profile has no {field}")
+        return Const(value, (f"GPU profile {gpu.family}/{gpu.device}: {field}",))
+    try:
+        return Const(ast.literal_eval(text), (origin,))
+    except (ValueError, SyntaxError):
+        raise RoutescopeError(origin, f"fact {text!r} is not a Python literal") from None
+
+
+def build_facts(rules: FrameworkRules, gpu: GpuProfile, env: dict[str, str]) -> Facts:
+    """The platform as the framework's code will see it on `gpu`, plus the user's --env."""
+    d = rules.data
+    platform = d.get("platform", {})
+    calls = {k: _fact(v, gpu, f"{rules.path} platform.calls {k}")
+             for k, v in platform.get("calls", {}).items()}  # fmt: skip
+    attributes = {k: _fact(v, gpu, f"{rules.path} platform.attributes {k}")
+                  for k, v in platform.get("attributes", {}).items()}  # fmt: skip
+    sinks = [SinkRule(s["id"], s["kind"], s.get("external", ""), s.get("decorator", ""))
+             for s in d["sinks"]]  # fmt: skip
+    return Facts(
+        attributes=attributes,
+        calls=calls,
+        env=dict(env),
+        packages=dict(d["packages"]),
+        sinks=sinks,
+        summaries={s["function"]: s["returns"] for s in d.get("summaries", [])},
+        opaque=list(d.get("opaque", [])),
+    )

@@ -1,0 +1,118 @@
+"""From a config's architecture to the MoE block that builds the router, using the framework's
+own registry and constructors: no per-model tables."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from routescope.analysis.engine import Engine
+from routescope.analysis.state import PathState
+from routescope.analysis.values import ClassVal, Const, Instance, Unknown, Value
+from routescope.errors import RoutescopeError
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSite:
+    """Where the model's router is built."""
+
+    model_class: ClassVal
+    block_class: ClassVal
+    chain: tuple[str, ...]  # the constructor chain from the model class to the block
+
+
+def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> ClassVal:
+    """The class named `arch` in some `<package>.*` module's registry list (SGLang's EntryClass)."""
+    tree = engine.index.tree  # type: ignore[attr-defined]
+    prefix = package.replace(".", "/") + "/"
+    files = [f for f in tree.files() if f.startswith(prefix) and f.endswith(".py")]
+    tree.prefetch(files)
+    for relpath in files:
+        text = tree.read_bytes(relpath).decode("utf-8", errors="replace")
+        if registry not in text or arch not in text:
+            continue
+        modname = relpath[:-3].replace("/", ".").removesuffix(".__init__")
+        mod = engine.load_module(modname)
+        if mod is None:
+            continue
+        entry = engine._resolve(mod.globals.get(registry, Unknown("no registry")))
+        for cls in _classes_in(entry):
+            if cls.qualname.split(":")[-1] == arch:
+                return cls
+    raise RoutescopeError(arch, f"no model class of this name in {package} ({registry} lists)")
+
+
+def _classes_in(v: Value) -> list[ClassVal]:
+    if isinstance(v, ClassVal):
+        return [v]
+    if isinstance(v, Instance) and v.label == "tuple":
+        return [c for c in v.fields.values() if isinstance(c, ClassVal)]
+    return []
+
+
+def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
+    """Framework classes named in the __init__ of `cls` or its bases: called, or passed on
+    (a decoder-layer class handed to a base model's constructor), lambdas included."""
+    out: list[ClassVal] = []
+    for owner in cls.mro():
+        init = owner.attrs.get("__init__")
+        node = getattr(init, "node", None)
+        module = getattr(init, "module", None)
+        if node is None or module is None:
+            continue
+        st = PathState(envs=[module.globals])
+        for sub in ast.walk(node):
+            if not isinstance(sub, (ast.Name, ast.Attribute)) or not isinstance(sub.ctx, ast.Load):
+                continue
+            if isinstance(sub, ast.Name) and sub.id in ("self", "super", "cls"):
+                continue
+            engine.ctx.append(_ctx(module))
+            try:
+                got = engine.ev(st.fork(), sub) if _is_static(sub) else []
+            except Exception:  # a name the scan cannot evaluate is not a constructor
+                got = []
+            finally:
+                engine.ctx.pop()
+            for _, v in got:
+                v = engine._resolve(v)
+                if isinstance(v, ClassVal) and v.node is not None and v not in out and v is not cls:
+                    out.append(v)
+    return out
+
+
+def _is_static(node: ast.expr) -> bool:
+    """A module-level name or dotted path (not an attribute of a local value)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _ctx(module: object) -> object:
+    from routescope.analysis.engine import _Ctx
+
+    return _Ctx(module, module.relpath, f"{module.name}:<scan>")  # type: ignore[attr-defined]
+
+
+def find_block(engine: Engine, model: ClassVal, router: ClassVal, max_depth: int = 5) -> ModelSite:
+    """Breadth-first through constructor calls until a class whose __init__ builds the router."""
+    frontier: list[tuple[ClassVal, tuple[str, ...]]] = [(model, (model.qualname,))]
+    seen: set[str] = set()
+    for _ in range(max_depth):
+        nxt: list[tuple[ClassVal, tuple[str, ...]]] = []
+        for cls, chain in frontier:
+            made = _constructed(engine, cls)
+            if any(m is router or router in m.mro() for m in made):
+                return ModelSite(model, cls, chain)
+            for m in made:
+                if m.qualname not in seen:
+                    seen.add(m.qualname)
+                    nxt.append((m, (*chain, m.qualname)))
+        frontier = nxt
+    name = router.qualname
+    raise RoutescopeError(model.qualname, f"no class built by this model constructs {name}")
+
+
+def first_moe_layer(spec_first_dense: object) -> Const:
+    if isinstance(spec_first_dense, int):
+        return Const(spec_first_dense, ("first MoE layer (first_k_dense_replace)",))
+    return Const(0, ("first MoE layer: 0",))
