@@ -122,9 +122,17 @@ def _isinstance(obj: Value, cls: Value) -> Value:
     if isinstance(cls, Instance) and cls.label == "tuple":
         targets = list(cls.fields.values())
     for t in targets:
+        builtin_types = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
+                         "list": list, "dict": dict}  # fmt: skip
+        if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
+            if obj.label == t.name or (obj.label == "tuple" and t.name in ("tuple", "list")):
+                return Const(True)
+            continue  # a framework object or a config is none of the builtin types
+        if isinstance(t, External) and isinstance(obj, (FunctionVal, ClassVal, EnumMember)) \
+                and t.name in builtin_types:  # fmt: skip
+            continue
         if isinstance(t, External) and isinstance(obj, Const):
-            py = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
-                  "list": list, "dict": dict}.get(t.name)  # fmt: skip
+            py = builtin_types.get(t.name)
             if py is not None:
                 if isinstance(obj.value, py):
                     return Const(True, obj.origins)

@@ -149,11 +149,27 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
             cls = parent
     st = PathState(envs=[{}])
     built = engine.call(st, cls, [], _init_kwargs(cls, values), None)
-    return [(s, _find_router(v, router_cls) or v) for s, v in built]
+    return [(s, _find_router(v, router_cls) or Unknown("the block built no router")) for s, v in built]
 
 
 def resolve_entry_qual(engine: Engine, qualname: str) -> Value:
     return resolve_entry(engine, qualname)
+
+
+def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
+                    notes: list[str]) -> None:  # fmt: skip
+    """Run the model class's own __init__ for its side effects (SGLang 0.5.9 decides shared-
+    expert fusion there and writes it into the server arguments), without building its body."""
+    chain = [resolve_entry(engine, q) for q in site.chain[1:]]
+    engine.not_built = {c for c in chain if isinstance(c, ClassVal)} | {site.block_class}
+    try:
+        kwargs = _init_kwargs(site.model_class, values)
+        outs = engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None)
+        stopped = [s.stopped for s, _ in outs if s.stopped]
+        if stopped:
+            notes.append(f"the model's constructor did not finish: {stopped[0]}")
+    finally:
+        engine.not_built = set()
 
 
 def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: Deployment,
@@ -182,6 +198,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         "layer_id": Const(layer, ("first MoE layer",)),
         "prefix": Const(f"model.layers.{layer}.mlp"),
     }
+    _run_model_init(engine, site, values, notes)
     built = _build_block(engine, site, values, router_cls)
     paths: list[TracedPath] = []
     router_state: RouterState | None = None

@@ -31,18 +31,35 @@ _BUILTINS = builtin_names() | {
 MODULE_STMT_SECONDS = 0.5
 
 
+# A call whose paths outnumber this and agree on the routing kernels is joined into one path.
+JOIN_THRESHOLD = 4
+
+
+def _same(a: Value | None, b: Value | None) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Const) and isinstance(b, Const):
+        return repr(a.value) == repr(b.value)
+    if isinstance(a, EnumMember) and isinstance(b, EnumMember):
+        return a.cls is b.cls and a.name == b.name
+    return False
+
+
 class ModuleSource(Protocol):
     def module(self, name: str) -> Any: ...
     def has_module(self, name: str) -> bool: ...
 
 
 class _Ctx:
-    __slots__ = ("file", "function", "module")
+    """What is being evaluated: a module body, a class body (prefix "Cls."), or a function."""
 
-    def __init__(self, module: ModuleVal, file: str, function: str) -> None:
+    __slots__ = ("file", "function", "module", "prefix")
+
+    def __init__(self, module: ModuleVal, file: str, function: str, prefix: str = "") -> None:
         self.module = module
         self.file = file
         self.function = function
+        self.prefix = prefix
 
 
 class Engine(StmtMixin):
@@ -55,6 +72,8 @@ class Engine(StmtMixin):
         self.ctx: list[_Ctx] = []
         self._lines: dict[str, tuple[str, ...]] = {}
         self._in_module_getattr: set[str] = set()
+        self._memo: dict[tuple[Any, ...], tuple[Value, list[Any]]] = {}
+        self.not_built: set[ClassVal] = set()
 
     # --- context -----------------------------------------------------------------------------
 
@@ -333,7 +352,7 @@ class Engine(StmtMixin):
 
     def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value:
         mod = self.ctx[-1].module
-        owner_prefix = getattr(self, "_class_prefix", "")
+        owner_prefix = self.ctx[-1].prefix
         qual = f"{mod.name}:{owner_prefix}{node.name}"
         closure = dict(st.env) if len(st.envs) > 1 or owner_prefix == "" and st.env is not mod.globals else None
         fn = FunctionVal(qual, node, mod, self._decorator_names(st, node.decorator_list), closure=closure)
@@ -346,19 +365,36 @@ class Engine(StmtMixin):
         for b in node.bases:
             got = self.ev(st.fork(), b)
             bases.append(self._resolve(got[0][1]) if got else Unknown("base"))
-        prefix = getattr(self, "_class_prefix", "")
+        prefix = self.ctx[-1].prefix
         cls = ClassVal(f"{mod.name}:{prefix}{node.name}", node, mod, tuple(bases),
                        decorators=self._decorator_names(st, node.decorator_list))  # fmt: skip
         cls.is_enum = any(isinstance(b, External) and b.name.startswith("enum.") or
                           isinstance(b, ClassVal) and b.is_enum for b in bases)  # fmt: skip
         body_st = PathState(envs=[*st.envs, {}])
-        saved = getattr(self, "_class_prefix", "")
-        self._class_prefix = f"{prefix}{node.name}."
+        outer = self.ctx[-1]
+        self.ctx.append(_Ctx(mod, outer.file, outer.function, f"{prefix}{node.name}."))
         try:
             self._class_body(cls, body_st, node)
         finally:
-            self._class_prefix = saved
+            self.ctx.pop()
         return cls
+
+    def _field_spec(self, st: PathState, value: ast.expr) -> Value | None:
+        """`x: T = field(default=..., default_factory=...)` in a dataclass body."""
+        if not isinstance(value, ast.Call):
+            return None
+        head = self.ev(st.fork(), value.func)
+        fn = self._resolve(head[0][1]) if head else None
+        if not (isinstance(fn, External) and fn.name in ("dataclasses.field", "field")):
+            return None
+        kw = {k.arg: k.value for k in value.keywords if k.arg}
+        if "default" in kw:
+            got = self.ev(st.fork(), kw["default"])
+            return got[0][1] if got else Unknown("field default")
+        if "default_factory" in kw:
+            got = self.ev(st.fork(), kw["default_factory"])
+            return _Factory(got[0][1]) if got else Unknown("field default_factory")
+        return Unknown("dataclass field without default")
 
     def _class_body(self, cls: ClassVal, st: PathState, node: ast.ClassDef) -> None:
         auto = 0
@@ -366,7 +402,8 @@ class Engine(StmtMixin):
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 name = stmt.target.id
                 if stmt.value is not None:
-                    got = self.ev(st, stmt.value)
+                    spec = self._field_spec(st, stmt.value)
+                    got = [(st, spec)] if spec is not None else self.ev(st, stmt.value)
                     cls.attrs[name] = got[0][1] if got else Unknown("class attribute")
                 cls.attrs.setdefault(f"__field__{name}", Const(name))
                 continue
@@ -403,8 +440,9 @@ class Engine(StmtMixin):
         if isinstance(fn, External):
             return self._call_external(st, fn, args, kwargs, node)
         if isinstance(fn, FunctionVal):
+            outs = self.join(fn.qualname, self._invoke(st, fn, args, kwargs, node))
             return [(s, v if k in ("return", "normal") else Unknown(f"raised {v}"))
-                    for s, k, v in self._invoke(st, fn, args, kwargs, node) if k != "raise"] or \
+                    for s, k, v in outs if k != "raise"] or \
                    [(st, Unknown(f"{fn.qualname} always raises"))]  # fmt: skip
         if isinstance(fn, ClassVal):
             return self._construct(st, fn, args, kwargs, node)
@@ -459,6 +497,14 @@ class Engine(StmtMixin):
             return [(st, Const(None))]
         if name == "super":
             return [(st, self._super())]
+        if name == "callable" and len(args) == 1:
+            a = self._resolve(args[0])
+            if isinstance(a, (FunctionVal, ClassVal, BoundConst, _DictMethod)):
+                return [(st, Const(True))]
+            if isinstance(a, Const):
+                return [(st, Const(callable(a.value)))]
+            if isinstance(a, Instance) and a.cls is not None:
+                return [(st, Const(a.cls.lookup("__call__") is not None or bool(a.cls.external_bases())))]
         if name == "dict" and (not args or isinstance(args[0], Instance) and args[0].label == "dict"):
             fields = dict(args[0].fields) if args else {}  # type: ignore[union-attr]
             fields.update({repr(k): v for k, v in kwargs.items()})
@@ -490,6 +536,8 @@ class Engine(StmtMixin):
         if var in self.facts.env:
             return Const(self.facts.env[var], (f"--env {var}",))
         default = args[1] if len(args) > 1 else kwargs.get("default")
+        if default is None and self.facts.env_unset_means_absent:
+            return Const(None, (f"env {var} unset (assumed; give --env {var}=... to change)",))
         if default is None:
             return Unknown(f"environment variable {var} has no default (give --env {var}=...)",
                            (f"env {var}",))  # fmt: skip
@@ -519,6 +567,8 @@ class Engine(StmtMixin):
         if cls.is_enum:
             return [(st, self._enum_lookup(cls, args))]
         inst = Instance(cls, {}, cls.qualname.split(":")[-1])
+        if cls in self.not_built:
+            return [(st, inst)]  # built separately (the model body while running the model's init)
         if any(d.endswith("dataclass") or d.endswith("dataclasses.dataclass") for d in cls.decorators) or \
                 any(d.endswith("NamedTuple") for d in cls.external_bases()):  # fmt: skip
             self._dataclass_init(cls, inst, args, kwargs)
@@ -528,7 +578,7 @@ class Engine(StmtMixin):
             return [(st, inst)]
         init = cls.lookup("__init__")
         if isinstance(init, FunctionVal):
-            outs = self._invoke(st, init.bind(inst), args, kwargs, node)
+            outs = self.join(cls.qualname, self._invoke(st, init.bind(inst), args, kwargs, node), 1)
             return [(s, inst) for s, k, _v in outs if k != "raise"] or [(st, inst)]
         return [(st, inst)]
 
@@ -546,7 +596,10 @@ class Engine(StmtMixin):
                 inst.fields[name] = kwargs[name]
             else:
                 default = cls.lookup(name)
-                if isinstance(default, Const) or default is not None and not isinstance(default, FunctionVal):
+                if isinstance(default, _Factory):
+                    made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
+                    inst.fields[name] = made[0][1] if len(made) == 1 else Unknown(f"{name} factory")
+                elif isinstance(default, Const) or default is not None and not isinstance(default, FunctionVal):
                     inst.fields[name] = default
                 else:
                     inst.fields[name] = Unknown(f"dataclass field {name} without default")
@@ -572,6 +625,53 @@ class Engine(StmtMixin):
             out = self._hit_sink(st, fn.qualname, decorated.kind, decorated.id, node,
                                  [*args, *kwargs.values()])  # fmt: skip
             return [(st, "return", out)]
+        memo_key = self._memo_key(fn, args, kwargs)
+        if memo_key is not None and memo_key in self._memo:
+            value, decisions = self._memo[memo_key]
+            st.decisions.extend(decisions)
+            return [(st, "return", value)]
+        if memo_key is not None:
+            before = len(st.decisions)
+            result = self._invoke_uncached(st, fn, args, kwargs, node)
+            if len(result) == 1 and result[0][1] == "return" and result[0][0] is st:
+                self._memo[memo_key] = (result[0][2] or Const(None), st.decisions[before:])
+            return result
+        return self._invoke_uncached(st, fn, args, kwargs, node)
+
+    def join(self, where: str, outs: list[Outcome], threshold: int = JOIN_THRESHOLD) -> list[Outcome]:
+        """Merge the returning paths of a call when they reached the same routing kernels: the
+        forks inside it did not change what routes, so one path (values joined) stands for all.
+        Paths that reached different kernels are kept apart: they are the answer."""
+        returning = [o for o in outs if o[1] == "return" and not o[0].stopped]
+        if len(returning) <= threshold:
+            return outs
+        groups: dict[tuple[Any, ...], list[Outcome]] = {}
+        for o in returning:
+            key = (tuple(id(h) for h in o[0].sinks), tuple(sorted(o[0].claims.items())))
+            groups.setdefault(key, []).append(o)
+        merged: list[Outcome] = []
+        for members in groups.values():
+            first_state, _, first_val = members[0]
+            vals = [m[2] for m in members]
+            value = first_val if all(_same(v, first_val) for v in vals) else \
+                Unknown(f"differs between the {len(members)} paths through {where}")  # fmt: skip
+            if len(members) > 1:
+                first_state.assumptions.append(f"{len(members)} paths through {where} joined")
+            merged.append((first_state, "return", value))
+        return merged + [o for o in outs if o not in returning]
+
+    def _memo_key(self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]) -> tuple[Any, ...] | None:
+        """functools-cached functions of known arguments are evaluated once per engine."""
+        if not any("cache" in d.rsplit(".", 1)[-1].rsplit(":", 1)[-1] for d in fn.decorators):
+            return None
+        vals = [*args, *kwargs.values()]
+        if not all(isinstance(v, Const) and isinstance(v.value, (int, float, str, bool, type(None), tuple)) for v in vals):
+            return None
+        return (fn.qualname, id(fn.bound), tuple(repr(v.value) for v in args),  # type: ignore[attr-defined]
+                tuple(sorted((k, repr(v.value)) for k, v in kwargs.items())))  # type: ignore[attr-defined]
+
+    def _invoke_uncached(self, st: PathState, fn: FunctionVal, args: list[Value],
+                         kwargs: dict[str, Value], node: ast.AST | None) -> list[Outcome]:  # fmt: skip
         summary = self.facts.summaries.get(fn.qualname)
         if summary is not None:
             return [(s, "return", v) for s, v in self._summary(st, fn, summary)]
@@ -782,7 +882,17 @@ class _LazyName(Value):
             return _LazyModule(self.engine, sub).resolve()
         if self.module in self.engine.loading:
             return Unknown(f"{self.name} not yet defined in {self.module} (import cycle)")
+        if "__getattr__" in mod.globals:
+            return self.engine.module_attr(mod, self.name)
         return Unknown(f"{self.module} has no name {self.name}")
+
+
+class _Factory(Value):
+    """A dataclass field's default_factory, called per instance."""
+
+    def __init__(self, factory: Value) -> None:
+        super().__init__()
+        self.factory = factory
 
 
 class _DictMethod(Value):

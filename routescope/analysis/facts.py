@@ -36,6 +36,9 @@ class Facts:
     summaries: dict[str, str] = field(default_factory=dict)  # qualname -> expression text
     opaque: list[str] = field(default_factory=list)  # globs of framework functions not entered
     bindings: dict[str, Value] = field(default_factory=dict)  # names summaries may use
+    # True: a variable the user did not give with --env is unset on the target (each read is
+    # reported as an assumption); False: its value is unknown and conditions on it fork.
+    env_unset_means_absent: bool = False
 
     def sink_for_external(self, name: str) -> SinkRule | None:
         return next((s for s in self.sinks if s.matches_external(name)), None)

@@ -75,4 +75,5 @@ def build_facts(rules: FrameworkRules, gpu: GpuProfile, env: dict[str, str]) -> 
         sinks=sinks,
         summaries={s["function"]: s["returns"] for s in d.get("summaries", [])},
         opaque=list(d.get("opaque", [])),
+        env_unset_means_absent=d.get("env_unset", "absent") == "absent",
     )

@@ -404,7 +404,7 @@ class ExprMixin:
                 s.decisions.append(decision)
                 out.append((s, t))
         if len(out) > self.budget.max_paths:
-            raise BudgetExceeded(f"more than {self.budget.max_paths} paths")
+            raise BudgetExceeded(f"more than {self.budget.max_paths} paths in {self.current_function()}")
         return out
 
     def make_decision(self, st: PathState, test: ast.expr, t: bool | None, v: Value) -> Decision:

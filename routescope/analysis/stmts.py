@@ -39,7 +39,7 @@ class StmtMixin(ExprMixin):
                         done.append((s2, kind, val))
             live = nxt
             if len(live) + len(done) > self.budget.max_paths:
-                raise BudgetExceeded(f"more than {self.budget.max_paths} paths")
+                raise BudgetExceeded(f"more than {self.budget.max_paths} paths in {self.current_function()}")
             if not live:
                 break
         return done + [(s, "normal", None) for s in live]
