@@ -19,7 +19,7 @@ from routescope.source.tree import SourceTree
 from routescope.source.wheel import WheelTree, coalesce
 from routescope.source.zipdir import Member
 
-CONNECTIONS = 6  # spans in flight at once: a few keep-alive connections, not a crowd
+CONNECTIONS = 8  # spans in flight at once: a few keep-alive connections, not a crowd
 GAP = 256 * 1024  # measured best for a pipelined closure (benchmarks/RESULTS-source.md)
 
 SpanResult = tuple[dict[str, bytes], list[Member]]
@@ -72,10 +72,12 @@ class WheelStream:
     """A wheel's members: cached ones at once, the rest by coalesced range requests, at most
     CONNECTIONS in flight; each span is verified against RECORD and cached in its worker."""
 
-    def __init__(self, tree: WheelTree, *, gap: int = GAP, connections: int = CONNECTIONS) -> None:
+    def __init__(
+        self, tree: WheelTree, *, gap: int | None = None, connections: int | None = None
+    ) -> None:
         self._tree = tree
-        self._gap = gap
-        self._connections = connections
+        self._gap = GAP if gap is None else gap  # read at call time, so a benchmark can vary them
+        self._connections = CONNECTIONS if connections is None else connections
         self._pool: ThreadPoolExecutor | None = None
         self._ready: deque[tuple[str, bytes]] = deque()
         self._pending: dict[str, None] = {}  # wanted, not cached, not yet requested
@@ -96,8 +98,8 @@ class WheelStream:
 
     def __iter__(self) -> Iterator[tuple[str, bytes]]:
         while True:
-            # keep the connections busy; what piles up meanwhile is coalesced into fewer spans
-            if self._pending and (not self._ready or len(self._waiting) < self._connections):
+            # send once all that arrived is scanned: its wants coalesce into fewer spans
+            if self._pending and not self._ready:
                 self._send()
             if self._ready:
                 yield self._ready.popleft()
