@@ -43,7 +43,8 @@ def read_blob(sha256: str) -> bytes | None:
 
 
 def write_blob(sha256: str, data: bytes) -> None:
-    atomic_write_bytes(blob_path(sha256), data)
+    # no fsync: read_blob checks the hash, so a blob torn by a crash is just fetched again
+    atomic_write_bytes(blob_path(sha256), data, durable=False)
 
 
 def wheel_listing_path(wheel_sha256: str) -> Path:

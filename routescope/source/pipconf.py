@@ -22,11 +22,8 @@ def _config_files() -> list[Path]:
     return files
 
 
-def index_url() -> str:
-    """The primary index URL: $PIP_INDEX_URL, else pip.conf's index-url, else PyPI."""
-    env = os.environ.get("PIP_INDEX_URL")
-    if env:
-        return env.strip().rstrip("/")
+def _config_value(key: str) -> str | None:
+    """`key` from pip.conf: the last file that sets it wins, [install] over [global]."""
     found: str | None = None
     for path in _config_files():
         parser = configparser.RawConfigParser()
@@ -35,6 +32,31 @@ def index_url() -> str:
         except (OSError, configparser.Error):
             continue  # pip ignores unreadable config files too
         for section in ("global", "download", "install"):
-            if parser.has_option(section, "index-url"):
-                found = parser.get(section, "index-url")
-    return (found or DEFAULT_INDEX).strip().rstrip("/")
+            if parser.has_option(section, key):
+                found = parser.get(section, key)
+    return found
+
+
+def index_url() -> str:
+    """The primary index URL: $PIP_INDEX_URL, else pip.conf's index-url, else PyPI."""
+    env = os.environ.get("PIP_INDEX_URL")
+    if env:
+        return env.strip().rstrip("/")
+    return (_config_value("index-url") or DEFAULT_INDEX).strip().rstrip("/")
+
+
+def extra_index_urls() -> list[str]:
+    """pip's extra-index-url list: $PIP_EXTRA_INDEX_URL (even empty), else pip.conf.
+
+    Only http(s) URLs: a file: URL or local path serves no JSON Simple API, so it is skipped.
+    """
+    raw = os.environ.get("PIP_EXTRA_INDEX_URL")
+    if raw is None:
+        raw = _config_value("extra-index-url") or ""
+    urls = [url.rstrip("/") for url in raw.split()]
+    return list(dict.fromkeys(u for u in urls if u.startswith(("http://", "https://"))))
+
+
+def index_urls() -> list[str]:
+    """The indexes to ask, in order: the primary one, then each extra one not already listed."""
+    return list(dict.fromkeys([index_url(), *extra_index_urls()]))

@@ -12,7 +12,7 @@ import httpx
 
 from routescope.errors import RoutescopeError
 from routescope.source import cache
-from routescope.source.pipconf import index_url
+from routescope.source.pipconf import index_urls
 from routescope.source.tree import normalize_name
 
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
@@ -44,9 +44,23 @@ def unreachable(subject: str, name: str, why: str) -> RoutescopeError:
 
 
 def project_files(client: httpx.Client, name: str) -> list[WheelFile]:
-    """Every wheel the index lists for `name`; raises RoutescopeError on 404 or no network."""
+    """Every wheel the index lists for `name`; raises RoutescopeError on 404 or no network.
+
+    The primary index (pip's index-url) is asked first; pip's extra-index-url entries are
+    fallbacks, asked in order only when the ones before have no such project (404).
+    """
     norm = normalize_name(name)
-    url = f"{index_url()}/{norm}/"
+    indexes = index_urls()
+    for base in indexes:
+        data = _project_answer(client, name, f"{base}/{norm}/", base)
+        if data is not None:
+            cache.write_json(cache.project_path(norm), data)
+            return parse_files(data, norm, f"{base}/{norm}/")
+    raise RoutescopeError(name, f"no such package on the index {' nor '.join(indexes)}")
+
+
+def _project_answer(client: httpx.Client, name: str, url: str, base: str) -> dict[str, Any] | None:
+    """The index's PEP 691 answer for one project, or None when it has no such project."""
     try:
         resp = client.get(url, headers={"Accept": SIMPLE_JSON})
     except httpx.TimeoutException:
@@ -54,19 +68,18 @@ def project_files(client: httpx.Client, name: str) -> list[WheelFile]:
     except httpx.TransportError as exc:
         raise unreachable(name, name, f"{type(exc).__name__}: {url}") from None
     if resp.status_code == 404:
-        raise RoutescopeError(name, f"no such package on the index {index_url()}")
+        return None
     if resp.status_code != 200:
         raise unreachable(name, name, f"HTTP {resp.status_code} from {url}")
     if not resp.headers.get("content-type", "").startswith(SIMPLE_JSON.split("+")[0]):
         raise RoutescopeError(
-            name, f"the index {index_url()} does not answer the JSON Simple API (PEP 691)"
+            name, f"the index {base} does not answer the JSON Simple API (PEP 691)"
         )
     try:
         data: dict[str, Any] = resp.json()
     except ValueError:
         raise RoutescopeError(name, f"the index sent invalid JSON for {url}") from None
-    cache.write_json(cache.project_path(norm), data)
-    return parse_files(data, norm, url)
+    return data
 
 
 def parse_files(data: dict[str, Any], norm: str, base_url: str) -> list[WheelFile]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -39,6 +40,7 @@ class RangeReader:
         self.fallback_path = fallback_path
         self.bytes_transferred = 0
         self.requests = 0
+        self._count = threading.Lock()  # reads run in several threads at once
         self._whole: bytes | None = None
         if fallback_path.is_file():
             self._whole = self._load_whole(fallback_path.read_bytes())
@@ -86,8 +88,9 @@ class RangeReader:
                 raise RoutescopeError(
                     self.subject, f"cannot reach {self.url} ({type(exc).__name__})"
                 ) from None
-            self.requests += 1
-            self.bytes_transferred += len(resp.content)
+            with self._count:
+                self.requests += 1
+                self.bytes_transferred += len(resp.content)
             if resp.status_code == 200:
                 self._whole = self._load_whole(resp.content, save=True)
                 return self._whole, len(self._whole)

@@ -96,50 +96,75 @@ class WheelTree:
             raise RoutescopeError(self.origin, f"{relpath} is not listed in RECORD; refused")
         return digest
 
+    def digest(self, relpath: str) -> str:
+        """The RECORD sha256 of `relpath`; raises RoutescopeError when absent or unlisted."""
+        return self._digest(relpath)
+
+    def member(self, relpath: str) -> Member:
+        return self._members[relpath]
+
+    def not_cached_error(self, relpaths: list[str]) -> RoutescopeError:
+        """The error for files that are needed but neither cached nor fetchable (offline)."""
+        return RoutescopeError(
+            self.origin,
+            f"{len(relpaths)} file(s) not cached (e.g. {relpaths[0]}); run once without "
+            f"--offline: routescope source fetch {self.name}=={self.version}",
+        )
+
+    def mismatch_error(self, relpath: str) -> RoutescopeError:
+        return RoutescopeError(
+            self.origin, f"{relpath}: content does not match its RECORD sha256 (fetched twice)"
+        )
+
+    def store_span(
+        self, start: int, end: int, chunk: bytes, asked: list[Member]
+    ) -> tuple[dict[str, bytes], list[Member]]:
+        """Verify and cache what the bytes [start, end) hold: the asked members and every other
+        .py member lying wholly inside (so a later round finds it cached).
+
+        Out: ({relpath: bytes} of every verified member, asked members that failed their hash).
+        """
+        out: dict[str, bytes] = {}
+        bad = []
+        for m in asked:
+            data = self._extract(m, chunk[m.offset - start : m.end - start])
+            if data is None:
+                bad.append(m)
+                continue
+            cache.write_blob(self._record[m.name], data)
+            out[m.name] = data
+        for m in self.py_members_in(start, end):
+            if m.name not in out and m.name in self._record:
+                digest = self._record[m.name]
+                if not cache.blob_path(digest).is_file():
+                    data = self._extract(m, chunk[m.offset - start : m.end - start])
+                    if data is not None:
+                        cache.write_blob(digest, data)
+                        out[m.name] = data
+        return out, bad
+
     def _fetch(self, relpaths: list[str]) -> dict[str, bytes]:
         reader = self.reader
         if reader is None:
-            raise RoutescopeError(
-                self.origin,
-                f"{len(relpaths)} file(s) not cached (e.g. {relpaths[0]}); run once without "
-                f"--offline: routescope source fetch {self.name}=={self.version}",
-            )
+            raise self.not_cached_error(relpaths)
         spans = coalesce([self._members[p] for p in relpaths])
         out: dict[str, bytes] = {}
         for attempt in (0, 1):
             chunks = _read_spans(reader, spans, self._progress)
             bad = []
             for (start, end, group), chunk in zip(spans, chunks, strict=True):
-                self._keep_neighbours(start, end, chunk, {m.name for m in group})
-                for m in group:
-                    data = self._extract(m, chunk[m.offset - start : m.end - start])
-                    if data is None:
-                        bad.append(m)
-                        continue
-                    cache.write_blob(self._record[m.name], data)
-                    out[m.name] = data
+                found, failed = self.store_span(start, end, chunk, group)
+                out.update((m.name, found[m.name]) for m in group if m.name in found)
+                bad += failed
             if not bad:
                 return out
             if attempt == 1:
-                raise RoutescopeError(
-                    self.origin,
-                    f"{bad[0].name}: content does not match its RECORD sha256 (fetched twice)",
-                )
+                raise self.mismatch_error(bad[0].name)
             spans = coalesce(bad)  # a corrupted transfer: fetch just those again
         return out
 
-    def _keep_neighbours(self, start: int, end: int, chunk: bytes, asked: set[str]) -> None:
-        # .py members that came along inside a coalesced span are cached too, so a later
-        # round does not fetch the same bytes again
-        for m in self._py_in(start, end):
-            if m.name not in asked and m.name in self._record:
-                digest = self._record[m.name]
-                if not cache.blob_path(digest).is_file():
-                    data = self._extract(m, chunk[m.offset - start : m.end - start])
-                    if data is not None:
-                        cache.write_blob(digest, data)
-
-    def _py_in(self, start: int, end: int) -> list[Member]:
+    def py_members_in(self, start: int, end: int) -> list[Member]:
+        """The .py members lying wholly inside the bytes [start, end)."""
         lo = bisect.bisect_left(self._offsets, start)
         hi = bisect.bisect_left(self._offsets, end)
         return [m for m in self._by_offset[lo:hi] if m.end <= end and m.name.endswith(".py")]

@@ -36,6 +36,7 @@ def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty cache and the fake index as pip's index-url, for this test only."""
     monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PIP_INDEX_URL", INDEX)
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "")  # not the host's pip.conf extras
     return tmp_path / "cache"
 
 
