@@ -2,9 +2,81 @@
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from routescope.analysis.dispatch import Deployment, trace_dispatch
+from routescope.analysis.frameworks import load_framework
+from routescope.analysis.index import Index
+from routescope.errors import RoutescopeError
+from routescope.hardware import resolve_gpu
 from routescope.intake import RoutingSpec, load_spec
+from routescope.report import build_report
+
+_FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 
 
 def inspect_model(model: str, *, offline: bool = False, revision: str | None = None) -> RoutingSpec:
     """Read a model's routing facts (hub id, directory or config.json) with provenance."""
     return load_spec(model, offline=offline, revision=revision)
+
+
+@dataclass(frozen=True, slots=True)
+class InspectRequest:
+    model: str
+    framework: str | None = None  # "sglang==0.5.9"
+    framework_src: str | None = None  # a checkout or unpacked tree
+    gpu: str = "sm120"
+    tp: int = 1
+    ep: int | None = None
+    quant: str | None = None
+    server_args: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    offline: bool = False
+    revision: str | None = None
+
+
+def parse_assignments(items: list[str], what: str, literal: bool) -> dict[str, Any]:
+    """["k=v", ...] -> {k: v}; with `literal`, true/false/numbers/null are parsed as JSON."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise RoutescopeError(f"{what} {item}", "expected KEY=VALUE")
+        parsed: Any = value
+        if literal:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = value
+        out[key.strip()] = parsed
+    return out
+
+
+def inspect(req: InspectRequest) -> dict[str, Any]:
+    """The full report for one model (and, with a framework, one deployment)."""
+    spec = load_spec(req.model, offline=req.offline, revision=req.revision)
+    gpu = resolve_gpu(req.gpu)
+    if req.framework is None and req.framework_src is None:
+        return build_report(spec)
+    from routescope.source.open import open_source
+
+    if req.framework_src is not None:
+        tree = open_source(req.framework_src, offline=req.offline)
+        name, version = tree.name, tree.version
+    else:
+        m = _FRAMEWORK.match(req.framework or "")
+        if m is None:
+            raise RoutescopeError(f"--framework {req.framework}", "expected NAME==VERSION, e.g. sglang==0.5.23")
+        name, version = m.group(1).lower(), m.group(2)
+        rules = load_framework(name)  # unknown framework: fail before any download
+        tree = open_source(f"{rules.data['distribution']}=={version}", offline=req.offline)
+    rules = load_framework(name)
+    server_args = dict(req.server_args)
+    if req.ep is not None:
+        server_args.setdefault("ep_size", req.ep)
+    dep = Deployment(gpu=gpu, tp=req.tp, quant=req.quant, server_args=server_args, env=dict(req.env))
+    dispatch = trace_dispatch(Index(tree), rules, spec, dep, version, tree.origin)
+    return build_report(spec, dep, dispatch)

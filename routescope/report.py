@@ -1,6 +1,126 @@
-"""The versioned report: what every renderer reads."""
+"""The versioned report every renderer reads: a plain dict built from the analysis results.
+
+JSON is the source of truth (schema in routescope/schema/report.schema.json); the terminal and
+markdown renderers are pure functions of it. Same inputs give the same dict (no timings).
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from typing import Any
+
+from routescope import __version__
+from routescope.analysis.dispatch import Deployment, Dispatch
+from routescope.analysis.state import Decision, SinkHit
+from routescope.analysis.trace import TracedPath
+from routescope.intake.spec import RoutingSpec
+from routescope.render.spec_json import spec_dict
+
 # Bump the major part on any change that removes or renames a field.
 SCHEMA_VERSION = "1.0"
+
+
+def _sink(h: SinkHit | None) -> dict[str, Any] | None:
+    if h is None:
+        return None
+    return {"name": h.name, "kind": h.kind, "file": h.file, "line": h.line,
+            "called_from": h.function, "rule": h.rule}  # fmt: skip
+
+
+def _decision(d: Decision) -> dict[str, Any]:
+    out: dict[str, Any] = {"file": d.file, "line": d.line, "function": d.function,
+                           "condition": d.text, "value": d.value}  # fmt: skip
+    if d.parts:
+        out["parts"] = [{"condition": p.text, "value": p.value} for p in d.parts]
+    if d.inputs:
+        out["inputs"] = [{"expr": i.text, "value": i.value, "origins": list(i.origins)}
+                         for i in d.inputs]  # fmt: skip
+    if d.reason:
+        out["undecided_because"] = d.reason
+    return out
+
+
+def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
+    return {
+        "selected": selected,
+        "sink": _sink(p.sink),
+        "kernels": [_sink(k) for k in p.kernels],
+        "outcome": p.outcome,
+        "stopped": p.stopped or None,
+        "equivalent_paths": also,
+        "frames": [{"function": f.function, "file": f.file, "line": f.line,
+                    "called_at": f"{f.call_file}:{f.call_line}" if f.call_file else None,
+                    "decorators": list(f.decorators)} for f in p.frames],  # fmt: skip
+        "decisions": [_decision(d) for d in p.decisions],
+        "setup_decisions": [_decision(d) for d in _dedupe(p.setup)],
+    }
+
+
+def _dedupe(decisions: tuple[Decision, ...]) -> list[Decision]:
+    seen: set[tuple[str, int, bool | None]] = set()
+    out = []
+    for d in decisions:
+        key = (d.file, d.line, d.value)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def _group(paths: tuple[TracedPath, ...]) -> list[tuple[TracedPath, int]]:
+    """One representative per distinct outcome (sink, or why the path stopped)."""
+    groups: OrderedDict[tuple[str, str, str], list[TracedPath]] = OrderedDict()
+    for p in paths:
+        key = (p.sink.name if p.sink else "", p.sink.kind if p.sink else "", p.stopped)
+        groups.setdefault(key, []).append(p)
+    reps = []
+    for members in groups.values():
+        best = min(members, key=lambda m: len(m.undecided()))
+        reps.append((best, len(members) - 1))
+    return reps
+
+
+def dispatch_dict(d: Dispatch) -> dict[str, Any]:
+    reps = _group(d.paths)
+    decided = len(reps) == 1 and not reps[0][0].stopped and reps[0][0].sink is not None
+    status = "selected" if decided else ("forked" if len(reps) > 1 else "unknown")
+    undecided: dict[tuple[str, int], dict[str, Any]] = {}
+    if not decided:
+        for p, _ in reps:
+            for dec in p.undecided():
+                undecided.setdefault((dec.file, dec.line), {
+                    "file": dec.file, "line": dec.line, "condition": dec.text,
+                    "undecided_because": dec.reason,
+                })  # fmt: skip
+    router = None
+    if d.router is not None:
+        router = {k: {"value": v, "origins": list(o)} for k, (v, o) in d.router.settings.items()}
+    return {
+        "status": status,
+        "model_class": d.site.model_class.qualname if d.site else None,
+        "block_class": d.site.block_class.qualname if d.site else None,
+        "construction_chain": list(d.site.chain) if d.site else [],
+        "router": router,
+        "paths": [_path(p, decided, also) for p, also in reps],
+        "undecided": list(undecided.values()),
+        "notes": list(d.notes),
+    }
+
+
+def build_report(spec: RoutingSpec, dep: Deployment | None = None,
+                 dispatch: Dispatch | None = None) -> dict[str, Any]:  # fmt: skip
+    """The whole report: model facts, and with a framework the deployment and dispatch."""
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION,
+                           "tool": {"name": "routescope", "version": __version__}}  # fmt: skip
+    doc.update(spec_dict(spec))
+    if dep is not None and dispatch is not None:
+        g = dep.gpu
+        doc["deployment"] = {
+            "framework": dispatch.framework, "version": dispatch.version, "source": dispatch.source,
+            "gpu": {"family": g.family, "device": g.device, "name": g.device_name,
+                    "capability": list(g.capability)},
+            "tp": dep.tp, "quant": dep.quant or spec.quantization.value or "bf16",
+            "server_args": dict(sorted(dep.server_args.items())), "env": dict(sorted(dep.env.items())),
+        }  # fmt: skip
+        doc["dispatch"] = dispatch_dict(dispatch)
+    return doc

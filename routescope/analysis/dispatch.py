@@ -204,15 +204,15 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     router_state: RouterState | None = None
     for bst, router in built:
         if not isinstance(router, Instance):
-            paths.append(TracedPath(tuple(bst.decisions), tuple(bst.trail), None, "stop", "",
-                                    "the block did not build its router"))  # fmt: skip
+            why = router.reason if isinstance(router, Unknown) else "the block built no router"
+            paths.append(TracedPath((), (), None, "stop", "", why, (), tuple(bst.decisions)))
             continue
         router_state = router_state or _router_state(router)
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
         logits = Tensor((Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32")
         for p in trace_call(engine, fn, [Tensor(), logits], {}):
-            paths.append(TracedPath(tuple(bst.decisions) + p.decisions, tuple(bst.trail) + p.frames,
-                                    p.sink, p.outcome, p.result, p.stopped, p.kernels))  # fmt: skip
+            paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, p.stopped,
+                                    p.kernels, tuple(bst.decisions)))  # fmt: skip
     return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),
                     time.monotonic() - start)  # fmt: skip

@@ -19,13 +19,14 @@ class TracedPath:
     result: str  # the returned value, described
     stopped: str  # why the path ended early ("" when it ran to the end)
     kernels: tuple[SinkHit, ...] = ()  # every routing-capable kernel called on the path
+    setup: tuple[Decision, ...] = ()  # decisions taken while the model built its router
 
     @property
     def decided(self) -> bool:
         return not self.stopped and all(d.value is not None for d in self.decisions)
 
     def undecided(self) -> list[Decision]:
-        return [d for d in self.decisions if d.value is None]
+        return [d for d in (*self.setup, *self.decisions) if d.value is None]
 
 
 def resolve_entry(engine: Engine, entry: str) -> Value:

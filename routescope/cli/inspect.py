@@ -1,4 +1,4 @@
-"""`routescope inspect MODEL`: the model's routing topology (and, with a framework, its path)."""
+"""`routescope inspect MODEL`: the model's routing facts and, with a framework, its decode path."""
 
 from __future__ import annotations
 
@@ -8,32 +8,40 @@ import typer
 
 from routescope import api
 from routescope.render import TextOrJson
-from routescope.render.spec_json import spec_dict
 from routescope.render.spec_text import spec_table
 from routescope.render.style import console
-from routescope.report import SCHEMA_VERSION
+from routescope.render.text_report import render_dispatch
 
 
 def inspect(
-    model: str = typer.Argument(
-        ..., help="Hub id org/name[@revision], a directory, or config.json."
-    ),
-    revision: str | None = typer.Option(
-        None, "--revision", help="Hub revision (branch, tag, commit)."
-    ),
-    offline: bool = typer.Option(False, "--offline", help="Use only the local Hugging Face cache."),
+    model: str = typer.Argument(..., help="Hub id org/name[@revision], a directory, or config.json."),
+    framework: str | None = typer.Option(None, "--framework", help="Published framework, e.g. sglang==0.5.23."),
+    framework_src: str | None = typer.Option(None, "--framework-src", help="A framework checkout or unpacked tree."),
+    gpu: str = typer.Option("sm120", "--gpu", help="GPU profile id or alias (see `routescope gpus`)."),
+    tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
+    ep: int | None = typer.Option(None, "--ep", min=1, help="Expert-parallel size."),
+    quant: str | None = typer.Option(None, "--quant", help="bf16, fp8, nvfp4 (default: the checkpoint's)."),
+    set_: list[str] = typer.Option([], "--set", help="Server argument KEY=VALUE (repeatable)."),
+    env: list[str] = typer.Option([], "--env", help="Environment variable KEY=VALUE (repeatable)."),
+    revision: str | None = typer.Option(None, "--revision", help="Hub revision (branch, tag, commit)."),
+    offline: bool = typer.Option(False, "--offline", help="Use only local caches (hub and framework source)."),
     fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
 ) -> None:
-    """Show a model's routing facts, each with where it came from."""
-    spec = api.inspect_model(model, offline=offline, revision=revision)
+    """Show a model's routing facts and, with --framework, which top-k path runs during decode."""
+    req = api.InspectRequest(
+        model=model, framework=framework, framework_src=framework_src, gpu=gpu, tp=tp, ep=ep,
+        quant=quant, server_args=api.parse_assignments(set_, "--set", literal=True),
+        env=api.parse_assignments(env, "--env", literal=False), offline=offline, revision=revision,
+    )  # fmt: skip
+    doc = api.inspect(req)
     if fmt is TextOrJson.json:
-        doc = {"schema_version": SCHEMA_VERSION, **spec_dict(spec)}
         typer.echo(json.dumps(doc, indent=2))
         return
     out = console()
-    out.print(spec_table(spec))
-    for note in spec.notes:
-        out.print(f"note: {note}", style="dim")
+    out.print(spec_table(api.inspect_model(model, offline=offline, revision=revision)))
+    if "dispatch" in doc:
+        out.print()
+        out.print(render_dispatch(doc))
 
 
 def register(app: typer.Typer) -> None:

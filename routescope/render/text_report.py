@@ -1,0 +1,94 @@
+"""Report -> terminal: the model table, the router as built, the path as a tree, the sink."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from rich.tree import Tree
+
+_WORD = {True: "true", False: "false", None: "unknown"}
+_STYLE = {True: "green", False: "red", None: "yellow"}
+
+
+def _short(path: str) -> str:
+    return "/".join(path.split("/")[-2:])
+
+
+def _decision(d: dict[str, Any]) -> Text:
+    value = d["value"]
+    t = Text()
+    t.append(f"{_short(d['file'])}:{d['line']}  ", style="dim")
+    t.append(d["condition"][:160])
+    t.append(f"  → {_WORD[value]}", style=f"bold {_STYLE[value]}")
+    if value is None:
+        t.append(f"  (undecided: {d.get('undecided_because', '')})", style="yellow")
+    failing = [p["condition"] for p in d.get("parts", []) if p["value"] is not True]
+    if failing and len(d.get("parts", [])) > 1:
+        t.append("  ← " + "; ".join(f"{c} is {'false' if v is False else 'unknown'}"
+                                    for c, v in ((p["condition"], p["value"]) for p in d["parts"]
+                                                 if p["value"] is not True)), style=_STYLE[value])  # fmt: skip
+    return t
+
+
+def path_tree(path: dict[str, Any], title: str) -> Tree:
+    tree = Tree(Text(title, style="bold"))
+    nodes: dict[str, Tree] = {}
+    model_setup = [d for d in path.get("setup_decisions", []) if "/models/" in d["file"]]
+    if model_setup:
+        node = tree.add(Text("model construction (model code only)", style="cyan"))
+        for d in model_setup:
+            node.add(_decision(d))
+    for d in path["decisions"]:
+        fn = d["function"].split(":")[-1] or d["function"]
+        key = d["function"]
+        if key not in nodes:
+            nodes[key] = tree.add(Text(fn, style="cyan"))
+        nodes[key].add(_decision(d))
+    sink = path["sink"]
+    if sink:
+        t = Text("→ sink ", style="bold")
+        t.append(sink["name"], style="bold magenta")
+        t.append(f"  [{sink['kind']}]  called at {_short(sink['file'])}:{sink['line']}", style="magenta")
+        tree.add(t)
+    if path["stopped"]:
+        tree.add(Text(f"path stopped: {path['stopped']}", style="yellow"))
+    return tree
+
+
+def render_dispatch(doc: dict[str, Any]) -> RenderableType:
+    dep, disp = doc["deployment"], doc["dispatch"]
+    head = Text()
+    head.append(f"{doc['model']['ref']}", style="bold")
+    head.append(f"  on {dep['framework']} {dep['version'] or '(checkout)'} · {dep['gpu']['family']} "
+                f"({dep['gpu']['name']}) · TP{dep['tp']} · {dep['quant']}")  # fmt: skip
+    parts: list[RenderableType] = [head]
+    if disp["block_class"]:
+        parts.append(Text(f"router built by {disp['block_class']}  "
+                          f"(via {' → '.join(c.split(':')[-1] for c in disp['construction_chain'])})",
+                          style="dim"))  # fmt: skip
+    router = disp.get("router") or {}
+    keys = ("top_k", "num_fused_shared_experts", "use_grouped_topk", "num_expert_group",
+            "topk_group", "renormalize", "routed_scaling_factor", "output_format", "scoring_func")
+    shown = [f"{k}={router[k]['value']}" for k in keys if k in router]
+    if shown:
+        parts.append(Text("router: " + ", ".join(shown)))
+    status = {"selected": ("one path selected", "green"), "forked": ("the facts do not decide: "
+              "several paths", "yellow"), "unknown": ("no path reached a sink", "red")}[disp["status"]]  # fmt: skip
+    parts.append(Text(status[0], style=f"bold {status[1]}"))
+    for i, p in enumerate(disp["paths"], 1):
+        sink = p["sink"]
+        label = f"path {i}" + (" (selected)" if p["selected"] else "")
+        label += f": {sink['name']} [{sink['kind']}]" if sink else ""
+        if p["equivalent_paths"]:
+            label += f"  (+{p['equivalent_paths']} equivalent)"
+        parts.append(path_tree(p, label))
+    if disp["undecided"]:
+        parts.append(Text("would decide:", style="bold yellow"))
+        for u in disp["undecided"]:
+            parts.append(Text(f"  {_short(u['file'])}:{u['line']}  {u['condition'][:120]}  "
+                              f"({u['undecided_because']})", style="yellow"))  # fmt: skip
+    for note in disp["notes"]:
+        parts.append(Text(f"note: {note}", style="dim"))
+    return Group(*parts)
