@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from routescope.analysis.values import (
@@ -28,6 +29,7 @@ _SAFE_METHODS = {
     float: {"is_integer", "as_integer_ratio", "hex"},
     int: {"bit_length", "bit_count", "to_bytes"},
     bool: set(),
+    re.Match: {"group", "groups", "start", "end", "span", "groupdict"},
 }  # fmt: skip
 _MISSING = object()
 
@@ -70,7 +72,10 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
     except Exception as exc:
         return Unknown(f"{fn.name}() raised {type(exc).__name__}")
     if not isinstance(result, (str, int, float, bool, tuple, list, type(None))):
-        result = list(result)
+        try:
+            result = list(result)
+        except TypeError:
+            return Unknown(f"{fn.name}() result")
     return Const(result, _origins([fn.target, *args]))
 
 

@@ -14,7 +14,9 @@ from routescope.analysis.interp import Budget
 from routescope.analysis.model import ModelSite, find_block, find_model_class
 from routescope.analysis.state import PathState
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
-from routescope.analysis.values import ClassVal, Const, EnumMember, Instance, Tensor, Unknown, Value, describe
+from routescope.analysis.values import (
+    ClassVal, Const, EnumMember, FunctionVal, Instance, Tensor, Unknown, Value, describe,
+)  # fmt: skip
 from routescope.errors import RoutescopeError
 from routescope.hardware import GpuProfile
 from routescope.intake.spec import RoutingSpec
@@ -63,30 +65,73 @@ def _literal(v: Any) -> bool:
     )
 
 
-def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, notes: list[str]) -> Value:
-    spec = rules.data.get("server_args", {})
-    for candidate in spec.get("class", []):
+def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: RoutingSpec,
+                 config: Instance, notes: list[str]) -> Value:  # fmt: skip
+    """The framework's server-argument object: its defaults, --set, --tp, then its own
+    post-processing (per-GPU and per-model overrides), then the start-up install steps."""
+    sa_rules = rules.data.get("server_args", {})
+    engine.facts.bindings["model_config"] = Instance(None, {"hf_config": config}, "model_config")
+    for candidate in sa_rules.get("class", []):
         cls = resolve_entry(engine, candidate)
-        if isinstance(cls, ClassVal):
-            inst = Instance(cls, {}, "server_args")
-            engine._dataclass_init(cls, inst, [], {})
-            for key, value in dep.server_args.items():
-                if f"__field__{key}" not in {k for c in cls.mro() for k in c.attrs}:
-                    raise RoutescopeError(f"--set {key}", f"{cls.qualname} has no such field")
-                inst.fields[key] = Const(value, (f"--set {key}",))
-            inst.fields["tp_size"] = Const(dep.tp, ("--tp",))
-            for field_name, v in list(inst.fields.items()):
-                if isinstance(v, Const) and not v.origins:
-                    inst.fields[field_name] = Const(v.value, (f"{cls.qualname} default",))
-            for fn_name in spec.get("install", []):
-                fn = resolve_entry(engine, fn_name)
-                if isinstance(fn, Unknown):
-                    notes.append(f"server start-up step {fn_name} is absent in this version")
-                    continue
-                engine.call(PathState(envs=[{}]), fn, [inst], {}, None)
-            return inst
+        if not isinstance(cls, ClassVal):
+            continue
+        inst = Instance(cls, {}, "server_args")
+        engine._dataclass_init(cls, inst, [], {})
+        fields = {k[9:] for c in cls.mro() for k in c.attrs if k.startswith("__field__")}
+        for field_name, v in list(inst.fields.items()):
+            if isinstance(v, Const) and not v.origins:
+                inst.fields[field_name] = Const(v.value, (f"{cls.qualname} default",))
+        given: dict[str, Value] = {"model_path": Const(spec.model.ref, ("the model",)),
+                                   "tp_size": Const(dep.tp, ("--tp",))}  # fmt: skip
+        if dep.quant and dep.quant != "bf16":
+            given["quantization"] = Const(dep.quant, ("--quant",))
+        for key, value in dep.server_args.items():
+            if key not in fields:
+                raise RoutescopeError(f"--set {key}", f"{cls.qualname} has no such field")
+            given[key] = Const(value, (f"--set {key}",))
+        inst.fields.update({k: v for k, v in given.items() if k in fields})
+        st = PathState(envs=[{}])
+        for step in sa_rules.get("post_init", []):
+            method = cls.lookup(step)
+            if not isinstance(method, FunctionVal):
+                notes.append(f"server-argument step {step} is absent in this version")
+                continue
+            outs = engine.call(st, method.bind(inst), [], {}, None)
+            stopped = next((s.stopped for s, _ in outs if s.stopped), "")
+            if stopped:
+                notes.append(f"server-argument step {step} did not finish: {stopped}")
+            inst = _settle(inst, [s for s, _ in outs], notes, step)
+        for fn_name in sa_rules.get("install", []):
+            fn = resolve_entry(engine, fn_name)
+            if isinstance(fn, Unknown):
+                notes.append(f"server start-up step {fn_name} is absent in this version")
+                continue
+            engine.call(PathState(envs=[{}]), fn, [inst], {}, None)
+        return inst
     notes.append("no server-argument class found; server arguments are unknown")
     return Unknown("server arguments")
+
+
+def _settle(inst: Instance, states: list[PathState], notes: list[str], step: str) -> Instance:
+    """Server arguments after a step that may have forked: fields every path agrees on keep
+    their value, the others become Unknown naming the step (never one path's guess)."""
+    views = [s.fields(inst) for s in states] or [inst.fields]
+    merged: dict[str, Value] = {}
+    for key in set().union(*views):
+        vals = [v.get(key) for v in views]
+        first = vals[0]
+        same = all(v is first for v in vals) or all(
+            isinstance(v, Const) and isinstance(first, Const) and repr(v.value) == repr(first.value)
+            for v in vals
+        )
+        merged[key] = first if same and first is not None else Unknown(
+            f"server argument {key} depends on conditions in {step} the facts do not decide")
+    changed = [k for k in merged if isinstance(merged[k], Unknown) and not isinstance(inst.fields.get(k), Unknown)]
+    if changed:
+        notes.append(f"{step}: undecided for {', '.join(sorted(changed)[:6])}")
+    inst.fields.clear()
+    inst.fields.update(merged)
+    return inst
 
 
 def _init_kwargs(block: ClassVal, values: dict[str, Value]) -> dict[str, Value]:
@@ -98,19 +143,19 @@ def _init_kwargs(block: ClassVal, values: dict[str, Value]) -> dict[str, Value]:
     return {k: v for k, v in values.items() if k in names}
 
 
-def _router_state(router: Value) -> RouterState | None:
+def _router_state(st: PathState, router: Value) -> RouterState | None:
     if not isinstance(router, Instance):
         return None
     settings: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for name, v in router.fields.items():
-        inner = v.fields.items() if isinstance(v, Instance) and v.cls is not None else [(name, v)]
+    for name, v in st.fields(router).items():
+        inner = st.fields(v).items() if isinstance(v, Instance) and v.cls is not None else [(name, v)]
         for key, val in inner:
             if isinstance(val, (Const, EnumMember, Unknown, Tensor)):
                 settings[key] = (describe(val) if not isinstance(val, Tensor) else "tensor", val.origins)
     return RouterState(settings)
 
 
-def _find_router(obj: Value, router_cls: ClassVal, depth: int = 3) -> Instance | None:
+def _find_router(st: PathState, obj: Value, router_cls: ClassVal, depth: int = 3) -> Instance | None:
     """The router op nearest to the built object (breadth-first over fields), so the block's
     own router wins over one its experts keep."""
     level: list[Value] = [obj]
@@ -121,7 +166,7 @@ def _find_router(obj: Value, router_cls: ClassVal, depth: int = 3) -> Instance |
                 continue
             if v.cls is not None and router_cls in v.cls.mro():
                 return v
-            nxt.extend(v.fields.values())
+            nxt.extend(st.fields(v).values())
         level = nxt
     return None
 
@@ -149,7 +194,7 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
             cls = parent
     st = PathState(envs=[{}])
     built = engine.call(st, cls, [], _init_kwargs(cls, values), None)
-    return [(s, _find_router(v, router_cls) or Unknown("the block built no router")) for s, v in built]
+    return [(s, _find_router(s, v, router_cls) or Unknown("the block built no router")) for s, v in built]
 
 
 def resolve_entry_qual(engine: Engine, qualname: str) -> Value:
@@ -168,6 +213,9 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
         stopped = [s.stopped for s, _ in outs if s.stopped]
         if stopped:
             notes.append(f"the model's constructor did not finish: {stopped[0]}")
+        server_args = engine.facts.bindings.get("server_args")
+        if isinstance(server_args, Instance):
+            _settle(server_args, [s for s, _ in outs if not s.stopped], notes, "the model's constructor")
     finally:
         engine.not_built = set()
 
@@ -179,7 +227,8 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     notes: list[str] = []
     facts = build_facts(rules, dep.gpu, dep.env)
     engine = Engine(index, facts, Budget())
-    server_args = _server_args(engine, rules, dep, notes)
+    config = _config_instance(spec)
+    server_args = _server_args(engine, rules, dep, spec, config, notes)
     facts.bindings["server_args"] = server_args
     router_cls = resolve_entry(engine, rules.router_class)
     if not isinstance(router_cls, ClassVal):
@@ -193,7 +242,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         Unknown(f"quantization config objects ({quant}) are not modelled yet")  # fmt: skip
     layer = spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
     values: dict[str, Value] = {
-        "config": _config_instance(spec),
+        "config": config,
         "quant_config": quant_config,
         "layer_id": Const(layer, ("first MoE layer",)),
         "prefix": Const(f"model.layers.{layer}.mlp"),
@@ -207,11 +256,11 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
             why = router.reason if isinstance(router, Unknown) else "the block built no router"
             paths.append(TracedPath((), (), None, "stop", "", why, (), tuple(bst.decisions)))
             continue
-        router_state = router_state or _router_state(router)
+        router_state = router_state or _router_state(bst, router)
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
         logits = Tensor((Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32")
-        for p in trace_call(engine, fn, [Tensor(), logits], {}):
+        for p in trace_call(engine, fn, [Tensor(), logits], {}, start=bst):
             paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, p.stopped,
                                     p.kernels, tuple(bst.decisions)))  # fmt: skip
     return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),

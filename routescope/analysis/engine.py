@@ -35,6 +35,14 @@ MODULE_STMT_SECONDS = 0.5
 JOIN_THRESHOLD = 4
 
 
+def _digest(v: Value) -> str:
+    if isinstance(v, Const):
+        return repr(v.value)
+    if isinstance(v, EnumMember):
+        return f"{v.cls.qualname}.{v.name}"
+    return str(id(v))
+
+
 def _same(a: Value | None, b: Value | None) -> bool:
     if a is b:
         return True
@@ -131,6 +139,7 @@ class Engine(StmtMixin):
         normal = [s for s, kind, _ in outcomes if kind == "normal"]
         if not normal:
             return
+        normal[0].commit()  # objects configured at import time keep their state
         envs = [s.envs[0] for s in normal]
         if len(envs) == 1:
             merged = dict(envs[0])
@@ -273,8 +282,9 @@ class Engine(StmtMixin):
         if isinstance(obj, Instance) and obj.label == "dict" and obj.cls is None:
             return [(st, _DictMethod(obj, name))]
         if isinstance(obj, Instance):
-            if name in obj.fields:
-                return [(st, obj.fields[name])]
+            fields = st.fields(obj)
+            if name in fields:
+                return [(st, fields[name])]
             if obj.cls is not None:
                 found = obj.cls.lookup(name)
                 if isinstance(found, FunctionVal):
@@ -323,7 +333,7 @@ class Engine(StmtMixin):
     def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None:
         obj = self._resolve(obj)
         if isinstance(obj, Instance):
-            obj.fields[name] = value
+            st.write(obj, name, value)
         elif isinstance(obj, ClassVal):
             obj.attrs[name] = value
         elif isinstance(obj, ModuleVal):
@@ -413,6 +423,7 @@ class Engine(StmtMixin):
                 continue
             if outcomes:
                 st = outcomes[0][0]
+                st.commit()  # descriptors built in a class body keep what their __init__ set
         for key, val in st.env.items():
             if cls.is_enum and not isinstance(val, FunctionVal) and not key.startswith("_"):
                 if isinstance(val, External) and val.name.endswith("auto"):
@@ -424,7 +435,9 @@ class Engine(StmtMixin):
             if isinstance(val, Instance) and val.cls is not None and val.cls.lookup("__set_name__"):
                 setter = val.cls.lookup("__set_name__")
                 if isinstance(setter, FunctionVal):
-                    self._invoke(PathState(envs=[{}]), setter.bind(val), [cls, Const(key)], {}, None)
+                    set_st = PathState(envs=[{}])
+                    self._invoke(set_st, setter.bind(val), [cls, Const(key)], {}, None)
+                    set_st.commit()
 
     # --- calls ---------------------------------------------------------------------------------
 
@@ -436,7 +449,9 @@ class Engine(StmtMixin):
         if isinstance(fn, _TensorMethod):
             return [(st, Tensor(producer=_producer_of([fn.tensor, *args], st.claims)))]
         if isinstance(fn, _DictMethod):
-            return [(st, fn.call(args, kwargs))]
+            return [(st, fn.call(st, args, kwargs))]
+        if isinstance(fn, _Partial):
+            return self.call(st, fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, node)
         if isinstance(fn, External):
             return self._call_external(st, fn, args, kwargs, node)
         if isinstance(fn, FunctionVal):
@@ -459,6 +474,23 @@ class Engine(StmtMixin):
             return special
         if name in self.facts.calls:
             return [(st, self.facts.calls[name])]
+        if name == "routescope.namespace":  # summaries build plain objects with it
+            return [(st, Instance(None, dict(kwargs), "object"))]
+        if name in _IDENTITY_DECORATORS:
+            fn_args = [a for a in args if isinstance(self._resolve(a), (FunctionVal, _Partial, ClassVal))]
+            return [(st, fn_args[0] if fn_args else External(f"{name}#decorator"))]
+        if name.endswith("#decorator") and len(args) == 1:
+            return [(st, args[0])]
+        if name == "functools.partial" and args:
+            return [(st, _Partial(self._resolve(args[0]), list(args[1:]), dict(kwargs)))]
+        if name in ("re.match", "re.search", "re.fullmatch") and all(isinstance(a, Const) for a in args):
+            import re as _re
+
+            try:
+                m = getattr(_re, name[3:])(*(a.value for a in args))  # type: ignore[attr-defined]
+            except Exception:
+                return [(st, Unknown(f"{name}() raised"))]
+            return [(st, Const(m, merge_origins(*args)))]
         env_value = self._env_call(name, args, kwargs, node)
         if env_value is not None:
             return [(st, env_value)]
@@ -647,7 +679,9 @@ class Engine(StmtMixin):
             return outs
         groups: dict[tuple[Any, ...], list[Outcome]] = {}
         for o in returning:
-            key = (tuple(id(h) for h in o[0].sinks), tuple(sorted(o[0].claims.items())))
+            heap = tuple(sorted((k, tuple(sorted((n, _digest(v)) for n, v in d.items())))
+                                for k, d in o[0].heap.items()))  # fmt: skip
+            key = (tuple(id(h) for h in o[0].sinks), tuple(sorted(o[0].claims.items())), heap)
             groups.setdefault(key, []).append(o)
         merged: list[Outcome] = []
         for members in groups.values():
@@ -732,6 +766,7 @@ class Engine(StmtMixin):
         expr = ast.parse(text, mode="eval").body
         env = self._bind(fn, [], {})
         env.update(self.facts.bindings)
+        env["namespace"] = External("routescope.namespace")
         st.envs.append(env)
         self.ctx.append(_Ctx(fn.module, fn.module.relpath, fn.qualname))
         try:
@@ -887,6 +922,20 @@ class _LazyName(Value):
         return Unknown(f"{self.module} has no name {self.name}")
 
 
+_IDENTITY_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.wraps",
+                        "functools.cached_property", "typing.overload", "typing.final"}  # fmt: skip
+
+
+class _Partial(Value):
+    """functools.partial(fn, *args, **kwargs)."""
+
+    def __init__(self, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> None:
+        super().__init__()
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+
+
 class _Factory(Value):
     """A dataclass field's default_factory, called per instance."""
 
@@ -903,8 +952,11 @@ class _DictMethod(Value):
         self.target = target
         self.name = name
 
-    def call(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        f = self.target.fields
+    def call(self, st: PathState, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        if self.name in ("update", "pop", "setdefault"):
+            st.write(self.target, "\x00", Const(None))  # take this path's own copy
+            st.fields(self.target).pop("\x00")
+        f = st.fields(self.target)
         key = repr(args[0].value) if args and isinstance(args[0], Const) else None
         if self.name == "update":
             if args and isinstance(args[0], Instance) and args[0].label == "dict":

@@ -255,6 +255,11 @@ class ExprMixin:
             a = a.value
         if isinstance(b, EnumMember) and isinstance(a, Const):
             b = b.value
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, External) and b.name == "os.environ" \
+                and isinstance(a, Const) and (a.value in self.facts.env or self.facts.env_unset_means_absent):  # fmt: skip
+            found = a.value in self.facts.env
+            return Const(found if isinstance(op, ast.In) else not found, (f"env {a.value} "
+                         + ("given" if found else "unset (assumed)"),))  # fmt: skip
         if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, Instance) and b.label in ("tuple", "dict"):
             if isinstance(a, Const) and b.label == "dict":
                 found = repr(a.value) in b.fields

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from routescope.analysis.values import Value
 
@@ -66,6 +67,9 @@ class PathState:
     trail: list[Frame] = field(default_factory=list)  # every frame entered, in order
     sinks: list[SinkHit] = field(default_factory=list)  # every routing kernel called, in order
     claims: dict[int, SinkHit] = field(default_factory=dict)  # id(tensor) -> kernel that wrote it
+    # copy-on-write object fields: what this path wrote to objects other paths may share
+    heap: dict[int, dict[str, Value]] = field(default_factory=dict)
+    heap_objs: dict[int, Value] = field(default_factory=dict)  # keeps ids alive
     stopped: str = ""  # a budget overrun or dead end: the path's reason for ending early
     assumptions: list[str] = field(default_factory=list)
 
@@ -77,6 +81,8 @@ class PathState:
             trail=list(self.trail),
             sinks=list(self.sinks),
             claims=dict(self.claims),
+            heap={k: dict(v) for k, v in self.heap.items()},
+            heap_objs=dict(self.heap_objs),
             stopped=self.stopped,
             assumptions=list(self.assumptions),
         )
@@ -84,3 +90,24 @@ class PathState:
     @property
     def env(self) -> dict[str, Value]:
         return self.envs[-1]
+
+    def fields(self, obj: Any) -> dict[str, Value]:
+        """The fields of `obj` as this path sees them."""
+        own = self.heap.get(id(obj))
+        return own if own is not None else obj.fields  # type: ignore[no-any-return]
+
+    def commit(self) -> None:
+        """Make this path's object writes the objects' own (module level, class set-up)."""
+        for key, fields in self.heap.items():
+            obj = self.heap_objs[key]
+            obj.fields.clear()
+            obj.fields.update(fields)
+        self.heap.clear()
+        self.heap_objs.clear()
+
+    def write(self, obj: Any, name: str, value: Value) -> None:
+        own = self.heap.get(id(obj))
+        if own is None:
+            own = self.heap[id(obj)] = dict(obj.fields)
+            self.heap_objs[id(obj)] = obj
+        own[name] = value

@@ -43,7 +43,7 @@ def resolve_entry(engine: Engine, entry: str) -> Value:
 
 
 def trace_call(engine: Engine, fn: Value, args: list[Value], kwargs: dict[str, Value],
-               receiver: Value | None = None) -> list[TracedPath]:  # fmt: skip
+               receiver: Value | None = None, start: PathState | None = None) -> list[TracedPath]:  # fmt: skip
     """Every path through `fn(*args, **kwargs)`; a budget overrun ends a path, never the run."""
     if isinstance(fn, FunctionVal) and receiver is not None:
         fn = fn.bind(receiver)
@@ -51,6 +51,9 @@ def trace_call(engine: Engine, fn: Value, args: list[Value], kwargs: dict[str, V
         reason = fn.reason if isinstance(fn, Unknown) else f"entry is {describe(fn)}"
         return [TracedPath((), (), None, "stop", "", reason)]
     st = PathState(envs=[{}])
+    if start is not None:  # continue from a path (its object state), with a fresh record
+        st = start.fork()
+        st.envs, st.decisions, st.frames, st.trail, st.sinks = [{}], [], [], [], []
     try:
         if isinstance(fn, FunctionVal):
             outcomes = engine._invoke(st, fn, args, kwargs, None)
