@@ -68,9 +68,9 @@ def order_key(sel: Tensor) -> Tensor:
 
     n = sel.shape[-1]
     bits = (sel.float() + 0.0).view(torch.int32)  # + 0.0 turns -0.0 into +0.0
-    mono = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF).long()
+    mono = bits ^ ((bits >> 31) & 0x7FFFFFFF)  # negative floats: flip all but the sign bit
     ids = torch.arange(n - 1, -1, -1, device=sel.device, dtype=torch.long)
-    return mono * n + ids.view(1, n)
+    return torch.add(ids.view(1, n), mono.long(), alpha=n)
 
 
 NO_KEY = -(2**63)  # below every order_key: marks experts a walk may not take
@@ -78,11 +78,35 @@ NO_KEY = -(2**63)  # below every order_key: marks experts a walk may not take
 
 def top_experts(key: Tensor, m: int, allowed: Tensor | None = None) -> Tensor:
     """Keys [B, N] (and allowed mask) -> the m best expert ids [B, m], best first."""
+    work = key.masked_fill(~allowed, NO_KEY) if allowed is not None else key.clone()
+    return take_best(work, m)[1]
+
+
+def take_best(work: Tensor, m: int) -> tuple[Tensor, Tensor]:
+    """Distinct keys [B, N], consumed (taken entries are overwritten with NO_KEY) -> the m best
+    (keys, ids) [B, m], best first; entries still NO_KEY mark "nothing left" (their ids repeat).
+
+    Why rounds: CPU torch.topk takes a fast partial sort only while m * 64 <= N and a full
+    nth_element pass otherwise (about 4x slower at N=256, m=8); rounds of width N // 64 stay on
+    the fast path. Any other device takes one topk.
+    """
     import torch
 
-    if allowed is not None:
-        key = key.masked_fill(~allowed, NO_KEY)
-    return torch.topk(key, m, dim=-1, sorted=True)[1]
+    n = work.shape[-1]
+    width = m if work.device.type != "cpu" else max(1, n // 64)
+    if m <= width or m > 4 * width:
+        vals, ids = torch.topk(work, m, dim=-1, sorted=True)
+        return vals, ids
+    parts_v, parts_i = [], []
+    left = m
+    while left:  # at most 4 rounds, a static count: no host sync
+        vals, ids = torch.topk(work, min(width, left), dim=-1, sorted=True)
+        parts_v.append(vals)
+        parts_i.append(ids)
+        left -= ids.shape[1]
+        if left:
+            work.scatter_(1, ids, NO_KEY)
+    return torch.cat(parts_v, dim=1), torch.cat(parts_i, dim=1)
 
 
 def finish_weights(raw: Tensor, cfg: RouterConfig) -> Tensor:
@@ -119,7 +143,8 @@ def baseline_topk(
     score = scores(logits, cfg)
     sel = selection_scores(score, correction_bias)
     allowed = group_allowed(sel, cfg, biased=_biased(cfg, correction_bias))
-    ids = top_experts(order_key(sel), cfg.top_k, allowed)
+    key = order_key(sel)
+    ids = take_best(key if allowed is None else key.masked_fill_(~allowed, NO_KEY), cfg.top_k)[1]
     weights = finish_weights(score.gather(1, ids), cfg)
     return append_shared(ids, weights, cfg)
 
