@@ -75,18 +75,21 @@ def oea_topk(
     allowed = group_allowed(sel, cfg, biased=_biased(cfg, correction_bias))
     key = order_key(sel)
     own = key if allowed is None else key.masked_fill(~allowed, NO_KEY)  # the model's order
+    walk = key if policy == "free" and allowed is not None else own  # phase 2's order
 
-    # Phase 1 on the model's own group-limited order; A is scattered into an [N+1] bitmask,
-    # invalid rows writing to the spare last bit.
-    p1_ids = take_best(own.clone(), k0)[1]
+    # Phase 1 on the model's own group-limited order. take_best consumes keys (taken -> NO_KEY),
+    # which is what phase 2 must skip when it walks the same keys and every row is real.
+    p1_ids = take_best(own.clone() if walk is own and valid is not None else own, k0)[1]
+    # A as a bitmask: p1 scattered into [N+1] bools, invalid rows writing the spare last bit.
     to_a = p1_ids if valid is None else torch.where(valid.view(b, 1), p1_ids, n)
     in_a = torch.zeros(n + 1, dtype=torch.bool, device=dev).scatter_(0, to_a.view(-1), True)[:n]
 
     # Phase 2: walking the order and adding experts in A until k is the same as taking the best
     # experts in A not yet chosen (in the row's groups under that policy) by the same key.
-    walk = own if policy == "within-selected-groups" else key
-    work = walk.masked_fill(~in_a.view(1, n), NO_KEY)
+    work = walk.masked_fill_(~in_a.view(1, n), NO_KEY)
     if valid is None:  # every row is real: it keeps p1 and takes k - k0 more
+        if walk is not own:
+            work.scatter_(1, p1_ids, NO_KEY)
         ids, used, kept = _all_valid(work, p1_ids, k, k0)
     else:  # a padded row (CUDA-graph padding) takes its k best experts of A
         ids, used, kept = _some_padded(work, p1_ids, valid, in_a, k, k0)
@@ -97,13 +100,12 @@ def oea_topk(
 
 
 def _all_valid(work: Tensor, p1_ids: Tensor, k: int, k0: int) -> tuple[Tensor, Tensor, Tensor]:
-    """-> routed ids [B, k] (padding already filled), used bool [B, k], kept int64 [B]."""
+    """Keys of A minus p1 [B, N] -> routed ids [B, k] (padding filled), used [B, k], kept [B]."""
     import torch
 
     b = p1_ids.shape[0]
     if k0 == k:
         return p1_ids, torch.ones_like(p1_ids, dtype=torch.bool), p1_ids.new_full((b,), k)
-    work.scatter_(1, p1_ids, NO_KEY)
     vals, cand = take_best(work, k - k0)
     ok = vals != NO_KEY
     # Padding slots repeat the row's best expert (slot 0), already loaded, weight 0.
