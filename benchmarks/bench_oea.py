@@ -54,6 +54,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     bias = torch.randn(256) * 0.01
+    bias_row = bias.tolist()
     print(f"torch {torch.__version__}, N=256 k=8 k0={K0}, best of {ROUNDS} alternating rounds\n")
     print("| threads | B | vectorised decisions/s | oracle decisions/s | speed-up |")
     print("|---:|---:|---:|---:|---:|")
@@ -61,7 +62,7 @@ def main() -> None:
         torch.set_num_threads(threads)
         for b in (16, 64, 256):
             logits = torch.randn(b, 256)
-            rows, bias_row = logits.tolist(), bias.tolist()
+            rows = logits.tolist()
 
             def vec(logits: torch.Tensor = logits) -> None:
                 with torch.inference_mode():
