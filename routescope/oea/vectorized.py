@@ -18,11 +18,13 @@ from typing import Any
 
 from routescope.oea.config import GroupPolicy, RouterConfig
 from routescope.oea.routing import (
+    ANY_KEY,
     NO_KEY,
     _biased,
     append_shared,
     finish_weights,
     group_allowed,
+    only,
     order_key,
     scores,
     selection_scores,
@@ -74,25 +76,27 @@ def oea_topk(
     sel = selection_scores(score, correction_bias)
     allowed = group_allowed(sel, cfg, biased=_biased(cfg, correction_bias))
     key = order_key(sel)
-    own = key if allowed is None else key.masked_fill(~allowed, NO_KEY)  # the model's order
+    own = key if allowed is None else only(key, allowed)  # the model's group-limited order
     walk = key if policy == "free" and allowed is not None else own  # phase 2's order
 
     # Phase 1 on the model's own group-limited order. take_best consumes keys (taken -> NO_KEY),
     # which is what phase 2 must skip when it walks the same keys and every row is real.
     p1_ids = take_best(own.clone() if walk is own and valid is not None else own, k0)[1]
-    # A as a bitmask: p1 scattered into [N+1] bools, invalid rows writing the spare last bit.
+    # A as a key cap per expert: ANY_KEY in A, NO_KEY outside, built by one scatter of p1 into
+    # N+1 slots (invalid rows write the spare last one). min(key, cap) masks a whole row.
     to_a = p1_ids if valid is None else torch.where(valid.view(b, 1), p1_ids, n)
-    in_a = torch.zeros(n + 1, dtype=torch.bool, device=dev).scatter_(0, to_a.view(-1), True)[:n]
+    cap = torch.full((n + 1,), NO_KEY, dtype=torch.long, device=dev)
+    cap = cap.scatter_(0, to_a.view(-1), ANY_KEY)[:n]
 
     # Phase 2: walking the order and adding experts in A until k is the same as taking the best
     # experts in A not yet chosen (in the row's groups under that policy) by the same key.
-    work = walk.masked_fill_(~in_a.view(1, n), NO_KEY)
+    work = torch.minimum(walk, cap.view(1, n), out=walk)
     if valid is None:  # every row is real: it keeps p1 and takes k - k0 more
         if walk is not own:
             work.scatter_(1, p1_ids, NO_KEY)
         ids, used, kept = _all_valid(work, p1_ids, k, k0)
     else:  # a padded row (CUDA-graph padding) takes its k best experts of A
-        ids, used, kept = _some_padded(work, p1_ids, valid, in_a, k, k0)
+        ids, used, kept = _some_padded(work, p1_ids, valid, cap, k, k0)
     raw = torch.where(used, score.gather(1, ids), torch.zeros((), device=dev))
     weights = finish_weights(raw, cfg)
     ids, weights = append_shared(ids, weights, cfg)
@@ -115,7 +119,7 @@ def _all_valid(work: Tensor, p1_ids: Tensor, k: int, k0: int) -> tuple[Tensor, T
 
 
 def _some_padded(
-    work: Tensor, p1_ids: Tensor, valid: Tensor, in_a: Tensor, k: int, k0: int
+    work: Tensor, p1_ids: Tensor, valid: Tensor, cap: Tensor, k: int, k0: int
 ) -> tuple[Tensor, Tensor, Tensor]:
     import torch
 
@@ -132,6 +136,6 @@ def _some_padded(
     used = torch.where(row_valid, real_ok, cand_ok)
     kept = used.long().sum(dim=1)
     # Padding slots repeat the row's best kept expert; a row with none takes A's lowest id.
-    first_in_a = torch.argmax(in_a.to(torch.uint8)).view(1).expand(b)
+    first_in_a = torch.argmax(cap).view(1).expand(b)  # argmax returns the first maximum
     best = torch.where(kept > 0, slots[:, 0], first_in_a)
     return torch.where(used, slots, best.view(b, 1).expand(b, k)), used, kept
