@@ -43,7 +43,8 @@ def _round_rate(fn: Callable[[], None], tokens: int) -> float:
 
 def _rates(vec: Callable[[], None], ora: Callable[[], None], tokens: int) -> list[list[float]]:
     """-> [vectorised round rates, oracle round rates], rounds alternating between the two."""
-    vec(), ora()  # warm-up
+    vec()  # warm-up
+    ora()
     rates: list[list[float]] = [[], []]
     for _ in range(ROUNDS):
         rates[0].append(_round_rate(vec, tokens))
