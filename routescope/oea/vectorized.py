@@ -1,8 +1,8 @@
 """Opportunistic Expert Activation, vectorised: static shapes, no host sync (CUDA-graph safe).
 
 No torch.unique / nonzero / .item() / boolean-mask indexing, no full sort and no loop over
-tokens: the batch's expert set A is a scatter-built [N] bitmask, and Phase 2's walk is a top-k
-over each token's order keys restricted to A.
+tokens: the batch's expert set A is a scatter-built [N] key cap (a bitmask in key form), and
+Phase 2's walk is a top-k over each token's order keys restricted to A.
 
 Padding convention for unused slots (a token may keep fewer than k experts): the slot repeats
 the token's best kept expert with weight 0.0. Why: every id stays a real expert already in A, so
