@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from routescope.oea.config import RouterConfig  # noqa: E402
+from routescope.oea.config import GroupPolicy, RouterConfig  # noqa: E402
 from routescope.oea.oracle import allowed_experts, oracle_baseline, oracle_oea  # noqa: E402
 from routescope.oea.routing import baseline_topk, scores, selection_scores  # noqa: E402
 from routescope.oea.vectorized import oea_topk  # noqa: E402
@@ -114,3 +114,35 @@ def test_invariants(case: tuple[object, ...]) -> None:
         sel = selection_scores(scores(x, cfg), bias).tolist()
         for i, kept in enumerate(kept_sets):
             assert kept <= allowed_experts(sel[i], cfg, biased=cfg.has_correction_bias)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        pytest.param(RouterConfig(num_experts=256, top_k=8, scoring="sigmoid",
+                                  has_correction_bias=True), id="N=256 k=8: top-k in rounds of 4"),
+        pytest.param(RouterConfig(num_experts=256, top_k=8, scoring="sigmoid",
+                                  has_correction_bias=True, n_group=8, topk_group=4,
+                                  routed_scaling_factor=2.5), id="DeepSeek-V3 shape"),
+        pytest.param(RouterConfig(num_experts=128, top_k=8), id="N=128 k=8: rounds of 2"),
+        pytest.param(RouterConfig(num_experts=64, top_k=6, n_group=8, topk_group=2),
+                     id="N=64 k=6: one plain topk"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("k0", [1, 3, 4, 5, 7])
+@pytest.mark.parametrize("policy", ["free", "within-selected-groups"])
+def test_real_sizes_equal_oracle(cfg: RouterConfig, k0: int, policy: GroupPolicy) -> None:
+    # Real sizes take the fast-partial-sort rounds; rounded logits make ties common.
+    if k0 > cfg.top_k:
+        pytest.skip("k0 above this config's top_k")
+    gen = torch.Generator().manual_seed(k0)
+    x = (torch.randn(48, cfg.num_experts, generator=gen) * 4).round() / 4
+    bias = (torch.randn(cfg.num_experts, generator=gen) * 0.01).round(decimals=3)
+    valid = torch.rand(48, generator=gen) > 0.2
+    for v in (None, valid):
+        r = oea_topk(x, cfg, k0, policy=policy, valid=v, correction_bias=bias)
+        sel = selection_scores(scores(x, cfg), bias)
+        want, _ = oracle_oea(scores(x, cfg).tolist(), sel.tolist(), cfg, k0, policy=policy,
+                             valid=None if v is None else v.tolist(), biased=True)  # fmt: skip
+        got = [r.topk_ids[i, : int(r.kept[i])].tolist() for i in range(48)]
+        assert got == want
