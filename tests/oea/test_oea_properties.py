@@ -129,7 +129,7 @@ def test_invariants(case: tuple[object, ...]) -> None:
                      id="N=64 k=6: one plain topk"),
     ],
 )  # fmt: skip
-@pytest.mark.parametrize("k0", [1, 3, 4, 5, 7])
+@pytest.mark.parametrize("k0", [1, 3, 4, 5, 6, 7, 8])
 @pytest.mark.parametrize("policy", ["free", "within-selected-groups"])
 def test_real_sizes_equal_oracle(cfg: RouterConfig, k0: int, policy: GroupPolicy) -> None:
     # Real sizes take the fast-partial-sort rounds; rounded logits make ties common.
@@ -146,3 +146,6 @@ def test_real_sizes_equal_oracle(cfg: RouterConfig, k0: int, policy: GroupPolicy
                              valid=None if v is None else v.tolist(), biased=True)  # fmt: skip
         got = [r.topk_ids[i, : int(r.kept[i])].tolist() for i in range(48)]
         assert got == want
+        if k0 == cfg.top_k and v is None:
+            ids, w = baseline_topk(x, cfg, bias)
+            assert torch.equal(r.topk_ids, ids) and torch.equal(r.topk_weights, w)
