@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -14,9 +16,11 @@ from routescope.oea.oracle import allowed_experts, oracle_baseline, oracle_oea  
 from routescope.oea.routing import baseline_topk, scores, selection_scores  # noqa: E402
 from routescope.oea.vectorized import oea_topk  # noqa: E402
 
+Case = tuple[RouterConfig, Any, Any, Any, int, GroupPolicy]  # cfg, logits, bias, valid, k0
+
 
 @st.composite
-def cases(draw: st.DrawFn) -> tuple[object, ...]:
+def cases(draw: st.DrawFn) -> Case:
     n_group = draw(st.sampled_from([1, 1, 2, 4]))
     group_size = draw(st.integers(2, 6))
     n = n_group * group_size
@@ -39,7 +43,7 @@ def cases(draw: st.DrawFn) -> tuple[object, ...]:
         bias = draw(st.lists(st.sampled_from([0.0, 0.0, 0.1, -0.1]), min_size=n, max_size=n))
     valid = draw(st.lists(st.booleans(), min_size=b, max_size=b))
     k0 = draw(st.integers(1, k))
-    policy = draw(st.sampled_from(["free", "within-selected-groups"]))
+    policy: GroupPolicy = draw(st.sampled_from(["free", "within-selected-groups"]))
     x = torch.tensor(logits, dtype=torch.float32).view(b, n)
     bias_t = None if bias is None else torch.tensor(bias)
     return cfg, x, bias_t, torch.tensor(valid), k0, policy
@@ -50,7 +54,7 @@ FAST = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCh
 
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
-def test_vectorised_equals_oracle(case: tuple[object, ...]) -> None:
+def test_vectorised_equals_oracle(case: Case) -> None:
     cfg, x, bias, valid, k0, policy = case
     r = oea_topk(x, cfg, k0, policy=policy, valid=valid, correction_bias=bias)
     p = scores(x, cfg)
@@ -74,7 +78,7 @@ def test_vectorised_equals_oracle(case: tuple[object, ...]) -> None:
 
 @FAST
 @given(cases())
-def test_k0_equal_k_is_baseline_bit_for_bit(case: tuple[object, ...]) -> None:
+def test_k0_equal_k_is_baseline_bit_for_bit(case: Case) -> None:
     cfg, x, bias, _, _, policy = case
     ids, w = baseline_topk(x, cfg, bias)
     r = oea_topk(x, cfg, cfg.top_k, policy=policy, correction_bias=bias)
@@ -88,7 +92,7 @@ def test_k0_equal_k_is_baseline_bit_for_bit(case: tuple[object, ...]) -> None:
 
 @FAST
 @given(cases())
-def test_invariants(case: tuple[object, ...]) -> None:
+def test_invariants(case: Case) -> None:
     cfg, x, bias, valid, k0, policy = case
     k = cfg.top_k
     base_ids = baseline_topk(x, cfg, bias)[0][:, :k]
