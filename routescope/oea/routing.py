@@ -85,12 +85,6 @@ def only(key: Tensor, allowed: Tensor) -> Tensor:
     return torch.where(allowed, key, NO_KEY)
 
 
-def top_experts(key: Tensor, m: int, allowed: Tensor | None = None) -> Tensor:
-    """Keys [B, N] (and allowed mask) -> the m best expert ids [B, m], best first."""
-    work = only(key, allowed) if allowed is not None else key.clone()
-    return take_best(work, m)[1]
-
-
 def take_best(work: Tensor, m: int) -> tuple[Tensor, Tensor]:
     """Distinct keys [B, N] -> the m best (keys, ids) [B, m], best first. `work` is consumed:
     taken entries become NO_KEY. Keys still NO_KEY mark "nothing left" (their ids repeat).
