@@ -5,17 +5,16 @@ torch is needed (the `sim` extra) and imported only when the command runs.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from routescope.errors import RoutescopeError
 from routescope.fsutil import atomic_write_text
 from routescope.hardware import resolve_gpu
+from routescope.intake import RoutingSpec, load_spec
 from routescope.oea.config import GROUP_POLICIES, GroupPolicy, RouterConfig
 from routescope.oea.cost import BYTES_PER_PARAM, MoeSizes
 from routescope.oea.sources import parse_source
@@ -33,25 +32,19 @@ def _ints(text: str, flag: str) -> list[int]:
     return values
 
 
-def _from_model(model: str, offline: bool, revision: str | None) -> Any:
-    intake = importlib.import_module("routescope.intake")
-    load_spec = getattr(intake, "load_spec", None)
-    if load_spec is None:
-        raise RoutescopeError(model, "model intake is not available yet; use --experts/--top-k")
-    return load_spec(model, offline=offline, revision=revision)
-
-
-def _sizes(spec: Any, hidden: int | None, inter: int | None, quant: str) -> MoeSizes | None:
+def _sizes(
+    spec: RoutingSpec | None, hidden: int | None, inter: int | None, quant: str
+) -> MoeSizes | None:
+    """Byte-model sizes: --hidden/--moe-intermediate override the spec's hidden_size and
+    moe_intermediate_size; shared experts come from the spec only (None -> no times)."""
     shared_total = 0
     if spec is not None:
         hidden = hidden or spec.hidden_size.value
         inter = inter or spec.moe_intermediate_size.value
         n_shared = spec.n_shared_experts.value or 0
         shared_size = spec.shared_expert_intermediate_size.value
-        if shared_size:  # Qwen2-MoE style: one shared expert of this size
-            shared_total = (
-                int(shared_size) * max(1, int(n_shared)) if n_shared else int(shared_size)
-            )
+        if shared_size:  # Qwen2-MoE style: the size of each shared expert (usually one)
+            shared_total = int(shared_size) * max(1, int(n_shared))
         elif n_shared and inter:  # DeepSeek style: n_shared experts of the routed size
             shared_total = int(n_shared) * int(inter)
     if not hidden or not inter:
@@ -70,8 +63,8 @@ def simulate(
     steps: int = typer.Option(200, "--steps", help="Synthetic decode batches per cell."),
     quant: str = typer.Option("bf16", "--quant", help="bf16 | fp8 | nvfp4 (expert weights)."),
     policy: str = typer.Option("free", "--policy", help="free | within-selected-groups."),
-    fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),  # noqa: B008
-    plot: Path | None = typer.Option(None, "--plot", help="Write T vs batch size as SVG."),  # noqa: B008
+    fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write T vs batch size as SVG."),
     experts: int | None = typer.Option(None, "--experts", help="No model: number of experts."),
     top_k: int | None = typer.Option(None, "--top-k", help="No model: experts per token."),
     hidden: int | None = typer.Option(None, "--hidden", help="hidden_size (prices bytes)."),
@@ -92,7 +85,7 @@ def simulate(
     profile = resolve_gpu(gpu)
     spec = None
     if model is not None:
-        spec = _from_model(model, offline, revision)
+        spec = load_spec(model, offline=offline, revision=revision)
         cfg = RouterConfig.from_spec(spec)
         name = model
     elif experts is not None and top_k is not None:

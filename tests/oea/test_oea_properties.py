@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -9,14 +11,16 @@ torch = pytest.importorskip("torch")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from routescope.oea.config import RouterConfig  # noqa: E402
+from routescope.oea.config import GroupPolicy, RouterConfig  # noqa: E402
 from routescope.oea.oracle import allowed_experts, oracle_baseline, oracle_oea  # noqa: E402
 from routescope.oea.routing import baseline_topk, scores, selection_scores  # noqa: E402
 from routescope.oea.vectorized import oea_topk  # noqa: E402
 
+Case = tuple[RouterConfig, Any, Any, Any, int, GroupPolicy]  # cfg, logits, bias, valid, k0
+
 
 @st.composite
-def cases(draw: st.DrawFn) -> tuple[object, ...]:
+def cases(draw: st.DrawFn) -> Case:
     n_group = draw(st.sampled_from([1, 1, 2, 4]))
     group_size = draw(st.integers(2, 6))
     n = n_group * group_size
@@ -39,7 +43,7 @@ def cases(draw: st.DrawFn) -> tuple[object, ...]:
         bias = draw(st.lists(st.sampled_from([0.0, 0.0, 0.1, -0.1]), min_size=n, max_size=n))
     valid = draw(st.lists(st.booleans(), min_size=b, max_size=b))
     k0 = draw(st.integers(1, k))
-    policy = draw(st.sampled_from(["free", "within-selected-groups"]))
+    policy: GroupPolicy = draw(st.sampled_from(["free", "within-selected-groups"]))
     x = torch.tensor(logits, dtype=torch.float32).view(b, n)
     bias_t = None if bias is None else torch.tensor(bias)
     return cfg, x, bias_t, torch.tensor(valid), k0, policy
@@ -50,7 +54,7 @@ FAST = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCh
 
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
-def test_vectorised_equals_oracle(case: tuple[object, ...]) -> None:
+def test_vectorised_equals_oracle(case: Case) -> None:
     cfg, x, bias, valid, k0, policy = case
     r = oea_topk(x, cfg, k0, policy=policy, valid=valid, correction_bias=bias)
     p = scores(x, cfg)
@@ -74,7 +78,7 @@ def test_vectorised_equals_oracle(case: tuple[object, ...]) -> None:
 
 @FAST
 @given(cases())
-def test_k0_equal_k_is_baseline_bit_for_bit(case: tuple[object, ...]) -> None:
+def test_k0_equal_k_is_baseline_bit_for_bit(case: Case) -> None:
     cfg, x, bias, _, _, policy = case
     ids, w = baseline_topk(x, cfg, bias)
     r = oea_topk(x, cfg, cfg.top_k, policy=policy, correction_bias=bias)
@@ -88,7 +92,7 @@ def test_k0_equal_k_is_baseline_bit_for_bit(case: tuple[object, ...]) -> None:
 
 @FAST
 @given(cases())
-def test_invariants(case: tuple[object, ...]) -> None:
+def test_invariants(case: Case) -> None:
     cfg, x, bias, valid, k0, policy = case
     k = cfg.top_k
     base_ids = baseline_topk(x, cfg, bias)[0][:, :k]
@@ -114,3 +118,38 @@ def test_invariants(case: tuple[object, ...]) -> None:
         sel = selection_scores(scores(x, cfg), bias).tolist()
         for i, kept in enumerate(kept_sets):
             assert kept <= allowed_experts(sel[i], cfg, biased=cfg.has_correction_bias)
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        pytest.param(RouterConfig(num_experts=256, top_k=8, scoring="sigmoid",
+                                  has_correction_bias=True), id="N=256 k=8: top-k in rounds of 4"),
+        pytest.param(RouterConfig(num_experts=256, top_k=8, scoring="sigmoid",
+                                  has_correction_bias=True, n_group=8, topk_group=4,
+                                  routed_scaling_factor=2.5), id="DeepSeek-V3 shape"),
+        pytest.param(RouterConfig(num_experts=128, top_k=8), id="N=128 k=8: rounds of 2"),
+        pytest.param(RouterConfig(num_experts=64, top_k=6, n_group=8, topk_group=2),
+                     id="N=64 k=6: one plain topk"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("k0", [1, 3, 4, 5, 6, 7, 8])
+@pytest.mark.parametrize("policy", ["free", "within-selected-groups"])
+def test_real_sizes_equal_oracle(cfg: RouterConfig, k0: int, policy: GroupPolicy) -> None:
+    # Real sizes take the fast-partial-sort rounds; rounded logits make ties common.
+    if k0 > cfg.top_k:
+        pytest.skip("k0 above this config's top_k")
+    gen = torch.Generator().manual_seed(k0)
+    x = (torch.randn(48, cfg.num_experts, generator=gen) * 4).round() / 4
+    bias = (torch.randn(cfg.num_experts, generator=gen) * 0.01).round(decimals=3)
+    valid = torch.rand(48, generator=gen) > 0.2
+    for v in (None, valid):
+        r = oea_topk(x, cfg, k0, policy=policy, valid=v, correction_bias=bias)
+        sel = selection_scores(scores(x, cfg), bias)
+        want, _ = oracle_oea(scores(x, cfg).tolist(), sel.tolist(), cfg, k0, policy=policy,
+                             valid=None if v is None else v.tolist(), biased=True)  # fmt: skip
+        got = [r.topk_ids[i, : int(r.kept[i])].tolist() for i in range(48)]
+        assert got == want
+        if k0 == cfg.top_k and v is None:
+            ids, w = baseline_topk(x, cfg, bias)
+            assert torch.equal(r.topk_ids, ids) and torch.equal(r.topk_weights, w)
