@@ -106,7 +106,9 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
             if isinstance(fn, Unknown):
                 notes.append(f"server start-up step {fn_name} is absent in this version")
                 continue
-            engine.call(PathState(envs=[{}]), fn, [inst], {}, None)
+            outs = engine.call(PathState(envs=[{}]), fn, [inst], {}, None)
+            if outs:
+                outs[0][0].commit()  # the server's globals and contexts now hold these arguments
         return inst
     notes.append("no server-argument class found; server arguments are unknown")
     return Unknown("server arguments")
@@ -131,6 +133,9 @@ def _settle(inst: Instance, states: list[PathState], notes: list[str], step: str
         notes.append(f"{step}: undecided for {', '.join(sorted(changed)[:6])}")
     inst.fields.clear()
     inst.fields.update(merged)
+    if states:  # what the step wrote elsewhere (contexts, module state) takes the first path's
+        states[0].heap.pop(id(inst), None)
+        states[0].commit()
     return inst
 
 

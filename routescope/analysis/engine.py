@@ -80,7 +80,7 @@ class Engine(StmtMixin):
         self.ctx: list[_Ctx] = []
         self._lines: dict[str, tuple[str, ...]] = {}
         self._in_module_getattr: set[str] = set()
-        self._memo: dict[tuple[Any, ...], tuple[Value, list[Any]]] = {}
+        self._memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]] = {}
         self.not_built: set[ClassVal] = set()
 
     # --- context -----------------------------------------------------------------------------
@@ -289,7 +289,9 @@ class Engine(StmtMixin):
                 found = obj.cls.lookup(name)
                 if isinstance(found, FunctionVal):
                     if "property" in found.decorators or any(d.endswith(".getter") or d == "cached_property" or d.endswith("cached_property") for d in found.decorators):
-                        return [(s, v) for s, _k, v in self._invoke(st, found.bind(obj), [], {}, None)]
+                        got = self._invoke(st, found.bind(obj), [], {}, None)
+                        return [(s, v if k != "raise" else Unknown(f"{found.qualname} raised"))
+                                for s, k, v in got]  # fmt: skip
                     if "staticmethod" in found.decorators:
                         return [(st, found)]
                     if "classmethod" in found.decorators:
@@ -592,6 +594,7 @@ class Engine(StmtMixin):
         for t in _tensors(inputs):
             if t.producer is None and id(t) not in st.claims:
                 st.claims[id(t)] = hit  # written in place (preallocated outputs); path-local
+                st.claimed.append(t)
         return Tensor(producer=hit)
 
     def _construct(self, st: PathState, cls: ClassVal, args: list[Value],
@@ -659,14 +662,15 @@ class Engine(StmtMixin):
             return [(st, "return", out)]
         memo_key = self._memo_key(fn, args, kwargs)
         if memo_key is not None and memo_key in self._memo:
-            value, decisions = self._memo[memo_key]
-            st.decisions.extend(decisions)
-            return [(st, "return", value)]
+            value, decisions, receiver = self._memo[memo_key]
+            if receiver is fn.bound:  # the id in the key still names the same receiver
+                st.decisions.extend(decisions)
+                return [(st, "return", value)]
         if memo_key is not None:
             before = len(st.decisions)
             result = self._invoke_uncached(st, fn, args, kwargs, node)
             if len(result) == 1 and result[0][1] == "return" and result[0][0] is st:
-                self._memo[memo_key] = (result[0][2] or Const(None), st.decisions[before:])
+                self._memo[memo_key] = (result[0][2] or Const(None), st.decisions[before:], fn.bound)
             return result
         return self._invoke_uncached(st, fn, args, kwargs, node)
 

@@ -67,6 +67,7 @@ class PathState:
     trail: list[Frame] = field(default_factory=list)  # every frame entered, in order
     sinks: list[SinkHit] = field(default_factory=list)  # every routing kernel called, in order
     claims: dict[int, SinkHit] = field(default_factory=dict)  # id(tensor) -> kernel that wrote it
+    claimed: list[Any] = field(default_factory=list)  # the claimed tensors, so their ids stay theirs
     # copy-on-write object fields: what this path wrote to objects other paths may share
     heap: dict[int, dict[str, Value]] = field(default_factory=dict)
     heap_objs: dict[int, Value] = field(default_factory=dict)  # keeps ids alive
@@ -81,6 +82,7 @@ class PathState:
             trail=list(self.trail),
             sinks=list(self.sinks),
             claims=dict(self.claims),
+            claimed=list(self.claimed),
             heap={k: dict(v) for k, v in self.heap.items()},
             heap_objs=dict(self.heap_objs),
             stopped=self.stopped,

@@ -11,6 +11,48 @@ from routescope.analysis.values import ClassVal, Const, External, Instance, Unkn
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 
+# More live paths than this after a statement are merged where they reached the same routing
+# kernels: a control-flow join, with the variables they disagree on becoming Unknown.
+MERGE_AT = 8
+
+
+def merge_paths(states: list[PathState], where: str) -> list[PathState]:
+    groups: dict[tuple[object, ...], list[PathState]] = {}
+    for s in states:
+        key = (tuple(id(h) for h in s.sinks), tuple(sorted((k, id(v)) for k, v in s.claims.items())),
+               len(s.envs), s.stopped)  # fmt: skip
+        groups.setdefault(key, []).append(s)
+    out: list[PathState] = []
+    for members in groups.values():
+        first = members[0]
+        if len(members) > 1:
+            for depth, env in enumerate(first.envs):
+                for name in set().union(*(m.envs[depth].keys() for m in members)):
+                    vals = [m.envs[depth].get(name) for m in members]
+                    if not all(_agree(v, vals[0]) for v in vals):
+                        env[name] = Unknown(f"differs between paths joined at {where}")
+            for key in set().union(*(m.heap.keys() for m in members)):
+                obj = next(m.heap_objs[key] for m in members if key in m.heap_objs)
+                views = [m.fields(obj) for m in members]
+                merged = dict(views[0])
+                for name in set().union(*views):
+                    vals = [v.get(name) for v in views]
+                    if not all(_agree(v, vals[0]) for v in vals):
+                        merged[name] = Unknown(f"differs between paths joined at {where}")
+                first.heap[key] = merged
+                first.heap_objs[key] = obj
+            first.assumptions.append(f"{len(members)} paths joined at {where}")
+        out.append(first)
+    return out
+
+
+def _agree(a: Value | None, b: Value | None) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Const) and isinstance(b, Const):
+        return repr(a.value) == repr(b.value)
+    return False
+
 # (path, how the block ended, the value returned or raised)
 Outcome = tuple[PathState, str, Value | None]
 
@@ -38,6 +80,8 @@ class StmtMixin(ExprMixin):
                     else:
                         done.append((s2, kind, val))
             live = nxt
+            if len(live) > MERGE_AT:
+                live = merge_paths(live, f"{self.current_file()}:{stmt.lineno}")
             if len(live) + len(done) > self.budget.max_paths:
                 raise BudgetExceeded(f"more than {self.budget.max_paths} paths in {self.current_function()}")
             if not live:
