@@ -82,8 +82,14 @@ def _group(paths: tuple[TracedPath, ...]) -> list[tuple[TracedPath, int]]:
 
 def dispatch_dict(d: Dispatch) -> dict[str, Any]:
     reps = _group(d.paths)
-    decided = len(reps) == 1 and not reps[0][0].stopped and reps[0][0].sink is not None
-    status = "selected" if decided else ("forked" if len(reps) > 1 else "unknown")
+    single = len(reps) == 1 and not reps[0][0].stopped
+    decided = single and not d.incomplete
+    if decided:
+        status = "selected"
+    elif single:
+        status = "provisional"  # one path, but set-up the facts rest on did not finish
+    else:
+        status = "forked" if len(reps) > 1 else "unknown"
     undecided: dict[tuple[str, int], dict[str, Any]] = {}
     if not decided:
         for p, _ in reps:
@@ -103,6 +109,7 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         "router": router,
         "paths": [_path(p, decided, also) for p, also in reps],
         "undecided": list(undecided.values()),
+        "incomplete": list(d.incomplete),
         "notes": list(d.notes),
     }
 

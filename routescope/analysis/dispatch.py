@@ -10,7 +10,7 @@ from typing import Any
 from routescope.analysis.engine import Engine
 from routescope.analysis.frameworks import FrameworkRules, build_facts
 from routescope.analysis.index import Index
-from routescope.analysis.interp import Budget
+from routescope.analysis.interp import Budget, BudgetExceeded
 from routescope.analysis.model import ModelSite, find_block, find_model_class
 from routescope.analysis.state import PathState
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
@@ -48,6 +48,7 @@ class Dispatch:
     paths: tuple[TracedPath, ...]
     notes: tuple[str, ...]
     seconds: float
+    incomplete: tuple[str, ...] = ()  # set-up phases that did not finish: no path can be selected
 
 
 def _config_instance(spec: RoutingSpec) -> Instance:
@@ -90,13 +91,13 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
                 raise RoutescopeError(f"--set {key}", f"{cls.qualname} has no such field")
             given[key] = Const(value, (f"--set {key}",))
         inst.fields.update({k: v for k, v in given.items() if k in fields})
-        st = PathState(envs=[{}])
         for step in sa_rules.get("post_init", []):
             method = cls.lookup(step)
             if not isinstance(method, FunctionVal):
                 notes.append(f"server-argument step {step} is absent in this version")
                 continue
-            outs = engine.call(st, method.bind(inst), [], {}, None)
+            outs = _phase(engine, PHASE_SECONDS["server_args"], f"server-argument step {step}",
+                          lambda m=method: engine.call(PathState(envs=[{}]), m.bind(inst), [], {}, None))  # fmt: skip
             stopped = next((s.stopped for s, _ in outs if s.stopped), "")
             if stopped:
                 notes.append(f"server-argument step {step} did not finish: {stopped}")
@@ -112,6 +113,26 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
         return inst
     notes.append("no server-argument class found; server arguments are unknown")
     return Unknown("server arguments")
+
+
+# Each phase gets its own share of time, so a slow one ends Unknown without starving the rest.
+PHASE_SECONDS = {"server_args": 6.0, "model": 4.0, "block": 4.0, "trace": 8.0}
+
+
+def _phase(engine: Engine, seconds: float, what: str, run: Any,
+           record_inputs: bool = False) -> list[tuple[PathState, Value]]:  # fmt: skip
+    engine.budget.push(seconds, f"{what} exceeded its {seconds:g} s budget")
+    engine.record_inputs = record_inputs
+    try:
+        result: list[tuple[PathState, Value]] = run()
+        return result
+    except BudgetExceeded as exc:
+        st = PathState(envs=[{}])
+        st.stopped = str(exc)
+        return [(st, Unknown(str(exc)))]
+    finally:
+        engine.budget.pop()
+        engine.record_inputs = True
 
 
 def _settle(inst: Instance, states: list[PathState], notes: list[str], step: str) -> Instance:
@@ -197,8 +218,8 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
         parent = resolve_entry_qual(engine, site.chain[-2])
         if isinstance(parent, ClassVal) and parent is not site.model_class:
             cls = parent
-    st = PathState(envs=[{}])
-    built = engine.call(st, cls, [], _init_kwargs(cls, values), None)
+    built = _phase(engine, PHASE_SECONDS["block"], f"building {cls.qualname}",
+                   lambda: engine.call(PathState(envs=[{}]), cls, [], _init_kwargs(cls, values), None))
     return [(s, _find_router(s, v, router_cls) or Unknown("the block built no router")) for s, v in built]
 
 
@@ -214,7 +235,8 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
     engine.not_built = {c for c in chain if isinstance(c, ClassVal)} | {site.block_class}
     try:
         kwargs = _init_kwargs(site.model_class, values)
-        outs = engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None)
+        outs = _phase(engine, PHASE_SECONDS["model"], "the model's constructor",
+                      lambda: engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None))
         stopped = [s.stopped for s, _ in outs if s.stopped]
         if stopped:
             notes.append(f"the model's constructor did not finish: {stopped[0]}")
@@ -265,8 +287,14 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
         logits = Tensor((Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32")
-        for p in trace_call(engine, fn, [Tensor(), logits], {}, start=bst):
+        engine.budget.push(PHASE_SECONDS["trace"], "the decode trace exceeded its budget")
+        try:
+            traced = trace_call(engine, fn, [Tensor(), logits], {}, start=bst)
+        finally:
+            engine.budget.pop()
+        for p in traced:
             paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, p.stopped,
                                     p.kernels, tuple(bst.decisions)))  # fmt: skip
+    incomplete = tuple(n for n in notes if "did not finish" in n)
     return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),
-                    time.monotonic() - start)  # fmt: skip
+                    time.monotonic() - start, incomplete)  # fmt: skip

@@ -7,6 +7,8 @@ through `Facts`, built from the rule files.
 from __future__ import annotations
 
 import ast
+import functools
+import time
 from typing import Any, Protocol
 
 from routescope.analysis.builtins import BoundConst, builtin_names, call_bound_const, call_builtin, const_attribute
@@ -29,6 +31,11 @@ _BUILTINS = builtin_names() | {
 # A module-level statement (a registration call, a table built in a loop) that takes longer than
 # this is abandoned: the names it binds become Unknown rather than stalling the trace.
 MODULE_STMT_SECONDS = 0.5
+
+
+@functools.cache
+def _parsed_summary(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
 
 
 # A call whose paths outnumber this and agree on the routing kernels is joined into one path.
@@ -115,10 +122,16 @@ class Engine(StmtMixin):
         self.loading.add(name)
         st = PathState(envs=[mod.globals])
         self.ctx.append(_Ctx(mod, info.relpath, f"{name}:<module>"))
+        # An import completes whatever phase triggered it: a phase's deadline must not leave a
+        # module half-evaluated for the phases after it (statements have their own budget).
+        outer, self.budget.local = self.budget.local, []
+        started = time.monotonic()
         try:
             for stmt in info.tree.body:
                 self._module_stmt(mod, st, stmt)
         finally:
+            spent = time.monotonic() - started  # the importing phase does not pay for the import
+            self.budget.local = [(deadline + spent, why) for deadline, why in outer]
             self.ctx.pop()
             self.loading.discard(name)
         return mod
@@ -767,7 +780,7 @@ class Engine(StmtMixin):
         return None
 
     def _summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths:
-        expr = ast.parse(text, mode="eval").body
+        expr = _parsed_summary(text)
         env = self._bind(fn, [], {})
         env.update(self.facts.bindings)
         env["namespace"] = External("routescope.namespace")
@@ -957,10 +970,10 @@ class _DictMethod(Value):
         self.name = name
 
     def call(self, st: PathState, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        if self.name in ("update", "pop", "setdefault"):
-            st.write(self.target, "\x00", Const(None))  # take this path's own copy
-            st.fields(self.target).pop("\x00")
         f = st.fields(self.target)
+        if self.name in ("update", "pop", "setdefault"):
+            f = dict(f)  # this path's own copy: forks may share the old one
+            st.replace_fields(self.target, f)
         key = repr(args[0].value) if args and isinstance(args[0], Const) else None
         if self.name == "update":
             if args and isinstance(args[0], Instance) and args[0].label == "dict":

@@ -40,7 +40,7 @@ class BudgetExceeded(Exception):
 
 
 class Budget:
-    def __init__(self, max_paths: int = 256, max_depth: int = 28, seconds: float = 8.0,
+    def __init__(self, max_paths: int = 256, max_depth: int = 28, seconds: float = 40.0,
                  loop_limit: int = 64) -> None:  # fmt: skip
         self.max_paths = max_paths
         self.max_depth = max_depth
@@ -440,7 +440,11 @@ class ExprMixin:
         truths = {truth(v) for v in vals}
         return vals[0] if len(truths) == 1 else Unknown("several outcomes")
 
+    record_inputs: bool = True  # off while evaluating set-up code nobody reads decision by decision
+
     def inputs(self, st: PathState, test: ast.expr) -> list[Input]:
+        if not self.record_inputs:
+            return []
         seen: set[str] = set()
         out: list[Input] = []
         for sub in ast.walk(test):

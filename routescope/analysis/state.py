@@ -83,7 +83,7 @@ class PathState:
             sinks=list(self.sinks),
             claims=dict(self.claims),
             claimed=list(self.claimed),
-            heap={k: dict(v) for k, v in self.heap.items()},
+            heap=dict(self.heap),  # inner dicts are shared until written (write() copies)
             heap_objs=dict(self.heap_objs),
             stopped=self.stopped,
             assumptions=list(self.assumptions),
@@ -107,9 +107,14 @@ class PathState:
         self.heap.clear()
         self.heap_objs.clear()
 
+    def replace_fields(self, obj: Any, fields: dict[str, Value]) -> None:
+        self.heap[id(obj)] = fields
+        self.heap_objs[id(obj)] = obj
+
     def write(self, obj: Any, name: str, value: Value) -> None:
-        own = self.heap.get(id(obj))
-        if own is None:
-            own = self.heap[id(obj)] = dict(obj.fields)
-            self.heap_objs[id(obj)] = obj
+        """Copy-on-write: a fork may share the inner dict, so every write makes its own."""
+        key = id(obj)
+        own = dict(self.heap.get(key, obj.fields))
         own[name] = value
+        self.heap[key] = own
+        self.heap_objs[key] = obj

@@ -329,8 +329,14 @@ class StmtMixin(ExprMixin):
 
 
 def _as_load(target: ast.expr) -> ast.expr:
-    copy = ast.parse(ast.unparse(target), mode="eval").body
-    return ast.copy_location(copy, target)
+    """The augmented target read as an expression (x.y += 1 reads x.y)."""
+    import copy
+
+    expr = copy.deepcopy(target)
+    for sub in ast.walk(expr):
+        if hasattr(sub, "ctx"):
+            sub.ctx = ast.Load()
+    return expr
 
 
 def _unpacked(v: Value) -> Value:

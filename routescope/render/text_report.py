@@ -74,8 +74,12 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
     shown = [f"{k}={router[k]['value']}" for k in keys if k in router]
     if shown:
         parts.append(Text("router: " + ", ".join(shown)))
-    status = {"selected": ("one path selected", "green"), "forked": ("the facts do not decide: "
-              "several paths", "yellow"), "unknown": ("no path reached a sink", "red")}[disp["status"]]  # fmt: skip
+    status = {
+        "selected": ("one path selected", "green"),
+        "provisional": ("provisional: one path, but set-up did not finish (see notes)", "yellow"),
+        "forked": ("the facts do not decide: several paths", "yellow"),
+        "unknown": ("no path reached a sink", "red"),
+    }[disp["status"]]
     parts.append(Text(status[0], style=f"bold {status[1]}"))
     for i, p in enumerate(disp["paths"], 1):
         sink = p["sink"]

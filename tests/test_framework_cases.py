@@ -1,0 +1,57 @@
+"""Every case in rules/frameworks/*.toml, traced from the real published framework source.
+
+One generic test: a case names a framework version, a model config from examples/configs, a GPU
+and a deployment, and the decode path that a reading of the source established. Cases marked
+`known_gap` must fail (strict xfail), so closing a gap is noticed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from routescope import api
+from routescope.analysis.frameworks import load_framework
+from tests.conftest import CONFIGS
+
+FRAMEWORKS = ["sglang"]
+
+
+def _cases() -> list[Any]:
+    params = []
+    for name in FRAMEWORKS:
+        for case in load_framework(name).cases:
+            cid = f"{name}-{case['version']}-{case['model'].removesuffix('.json')}-{case['gpu']}"
+            marks = [pytest.mark.network]
+            if "known_gap" in case:
+                marks.append(pytest.mark.xfail(reason=case["known_gap"], strict=True))
+            params.append(pytest.param(name, case, id=cid, marks=marks))
+    return params
+
+
+def _failing_parts(path: dict[str, Any]) -> set[str]:
+    return {p["condition"] for d in path["decisions"] for p in d.get("parts", [])
+            if p["value"] is False}  # fmt: skip
+
+
+@pytest.mark.parametrize(("framework", "case"), _cases())
+def test_case(framework: str, case: dict[str, Any]) -> None:
+    req = api.InspectRequest(
+        model=str(CONFIGS / case["model"]), framework=f"{framework}=={case['version']}",
+        gpu=case["gpu"], tp=case.get("tp", 1), quant=case.get("quant"),
+        server_args=dict(case.get("set", {})), env=dict(case.get("env", {})),
+    )  # fmt: skip
+    dispatch = api.inspect(req)["dispatch"]
+    assert dispatch["status"] == "selected", (dispatch["status"], dispatch["notes"])
+    (path,) = dispatch["paths"]
+    sink = path["sink"]
+    if case["kind"] == "bypassed":
+        assert sink is None and path["outcome"] == "return"
+    else:
+        assert sink is not None
+        assert (sink["name"], sink["kind"]) == (case["sink"], case["kind"])
+    if "router_top_k" in case:
+        assert dispatch["router"]["top_k"]["value"] == str(case["router_top_k"])
+    for condition in case.get("decisive", []):
+        assert condition in _failing_parts(path), f"{condition!r} is not a failing guard"
