@@ -19,10 +19,12 @@ CHROMIUM = shutil.which("chromium")
 
 
 @pytest.mark.network
-@pytest.mark.skipif(not MMDC.exists() or CHROMIUM is None,
-                    reason="needs chromium (apt-get install -y chromium) and mermaid-cli "
-                           "(PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix .cache/node "
-                           "@mermaid-js/mermaid-cli)")  # fmt: skip
+@pytest.mark.skipif(
+    not MMDC.exists() or CHROMIUM is None,
+    reason="needs chromium (apt-get install -y chromium) and mermaid-cli "
+    "(PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix .cache/node "
+    "@mermaid-js/mermaid-cli)",
+)
 def test_mermaid_block_parses(tmp_path: Path) -> None:
     md = render(report("examples/configs/zai-org--GLM-5.json", "0.5.9", "sm120"))
     blocks = re.findall(r"```mermaid\n(.*?)```", md, re.S)
@@ -30,7 +32,19 @@ def test_mermaid_block_parses(tmp_path: Path) -> None:
     (tmp_path / "d.mmd").write_text(blocks[0])
     cfg = {"executablePath": CHROMIUM, "args": ["--no-sandbox", "--headless", "--disable-gpu"]}
     (tmp_path / "p.json").write_text(json.dumps(cfg))
-    run = subprocess.run([str(MMDC), "-p", str(tmp_path / "p.json"), "-i", str(tmp_path / "d.mmd"),
-                          "-o", str(tmp_path / "d.svg")], capture_output=True, text=True, timeout=120)  # fmt: skip
+    run = subprocess.run(
+        [
+            str(MMDC),
+            "-p",
+            str(tmp_path / "p.json"),
+            "-i",
+            str(tmp_path / "d.mmd"),
+            "-o",
+            str(tmp_path / "d.svg"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "d.svg").read_text().startswith("<svg")

@@ -13,8 +13,9 @@ from tests.conftest import REPO
 def report(
     model: str, version: str, gpu: str, tp: int = 8, quant: str | None = None
 ) -> dict[str, Any]:
-    req = api.InspectRequest(model=str(REPO / model), framework=f"sglang=={version}", gpu=gpu,
-                             tp=tp, quant=quant)  # fmt: skip
+    req = api.InspectRequest(
+        model=str(REPO / model), framework=f"sglang=={version}", gpu=gpu, tp=tp, quant=quant
+    )
     doc = api.inspect(req)
     doc["model"]["ref"] = model  # the absolute checkout path must not leak into snapshots
     return doc

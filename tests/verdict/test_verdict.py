@@ -1,4 +1,4 @@
-"""The OEA verdict on real SGLang source: the rule cases, GLM-5's insertion point, a fused router."""
+"""The OEA verdict on real SGLang source: rule cases, the GLM-5 point, a fused router."""
 
 from __future__ import annotations
 
@@ -19,8 +19,13 @@ def test_rule_ids_are_unique_and_stable() -> None:
 @pytest.mark.network
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_rule_cases(case: dict[str, object]) -> None:
-    doc = report(str(case["model"]), str(case["version"]), str(case["gpu"]), int(case.get("tp", 1)),  # type: ignore[call-overload]
-                 case.get("quant"))  # type: ignore[arg-type]  # fmt: skip
+    doc = report(
+        str(case["model"]),
+        str(case["version"]),
+        str(case["gpu"]),
+        int(case.get("tp", 1)),  # type: ignore[call-overload]
+        case.get("quant"),
+    )  # type: ignore[arg-type]
     v = doc["verdict"]
     if case["insertable"] != "any":
         assert v["insertable"] is case["insertable"], v["why"]
@@ -54,7 +59,9 @@ def test_fused_router_names_the_switch() -> None:
     paths = doc["dispatch"]["paths"]
     assessed = doc["verdict"]["paths"] or [doc["verdict"]]
     bypassed = [
-        a for p, a in zip(paths, assessed) if p["sink"] is None and p["outcome"] == "return"
+        a
+        for p, a in zip(paths, assessed, strict=True)
+        if p["sink"] is None and p["outcome"] == "return"
     ]
     assert bypassed, "the report has no path whose router returns its inputs"
     for a in bypassed:
