@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Any
 
 from routescope.render.mermaid import flowchart
@@ -97,7 +98,7 @@ def _verdict(v: dict[str, Any]) -> list[str]:
             out.append(f"| {c['id']} | {cell(c['title'])} | {cell(c['finding'])} | {ev} |")
         out.append("")
     if v.get("sketch"):
-        out += ["Sketch of the inserted code:", "", "```python", v["sketch"], "```", ""]
+        out += ["Sketch of the inserted code:", "", "```python", dedent(v["sketch"]), "```", ""]
     for i, a in enumerate(v.get("paths", []), 1):
         out += [f"#### Path {i}: {verdict_word(a)}", "", *_verdict({**a, "paths": []})]
     return out

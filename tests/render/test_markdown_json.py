@@ -1,5 +1,6 @@
 """Snapshots of the Markdown and JSON reports (GLM-5, SGLang 0.5.9, sm120, TP8); schema checks.
 
+The Markdown snapshot ends in .txt so that no formatter rewrites its code blocks.
 Refresh the snapshots with ROUTESCOPE_UPDATE_SNAPSHOTS=1 after an intended change.
 """
 
@@ -35,7 +36,7 @@ def test_schema_is_valid_draft_2020_12() -> None:
 
 @pytest.mark.network
 def test_markdown_snapshot() -> None:
-    _check("glm5-sglang-0.5.9-sm120-tp8.md", render(report(*GLM5)))
+    _check("glm5-sglang-0.5.9-sm120-tp8.md.txt", render(report(*GLM5)))
 
 
 @pytest.mark.network
