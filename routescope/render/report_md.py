@@ -13,9 +13,15 @@ def _anchor(text: str) -> str:
     return re.sub(r"[^a-z0-9 _-]", "", text.lower()).replace(" ", "-")
 
 
+def _name(doc: dict[str, Any]) -> str:
+    """A model's short name: "org--name.json" or "org/name" -> "name"."""
+    ref = str(doc["model"]["ref"]).rstrip("/").rsplit("/", 1)[-1].removesuffix(".json")
+    return ref.split("--", 1)[-1]
+
+
 def _heading(doc: dict[str, Any]) -> str:
     dep = doc["deployment"]
-    return f"{doc['model']['ref']} · {dep['gpu']['family']} · TP{dep['tp']} · {dep['quant']}"
+    return f"{_name(doc)} · {dep['gpu']['family']} · TP{dep['tp']} · {dep['quant']}"
 
 
 def _where(doc: dict[str, Any]) -> str:
@@ -43,7 +49,7 @@ def render_matrix(docs: list[dict[str, Any]]) -> str:
         dep, disp = d["deployment"], d["dispatch"]
         sel = next((p for p in disp["paths"] if p["selected"]), None)
         sink = sel["sink"]["name"].split(":")[-1].split(".")[-1] if sel and sel["sink"] else "-"
-        link = f"[{cell(d['model']['ref'].rsplit('/', 1)[-1])}](#{_anchor(_heading(d))})"
+        link = f"[{cell(_name(d))}](#{_anchor(_heading(d))})"
         out.append(
             f"| {link} | {dep['gpu']['family']} | {dep['tp']} | {dep['quant']} | {disp['status']} "
             f"| {code(sink) if sink != '-' else '-'} | **{verdict_word(d.get('verdict'))}** "
