@@ -130,4 +130,7 @@ def build_report(spec: RoutingSpec, dep: Deployment | None = None,
             "server_args": dict(sorted(dep.server_args.items())), "env": dict(sorted(dep.env.items())),
         }  # fmt: skip
         doc["dispatch"] = dispatch_dict(dispatch)
+        from routescope.verdict import build_verdict
+
+        doc["verdict"] = build_verdict(doc)
     return doc

@@ -8,6 +8,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from routescope.render.text_verdict import verdict_panel
+
 _WORD = {True: "true", False: "false", None: "unknown"}
 _STYLE = {True: "green", False: "red", None: "yellow"}
 
@@ -95,4 +97,5 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
                               f"({u['undecided_because']})", style="yellow"))  # fmt: skip
     for note in disp["notes"]:
         parts.append(Text(f"note: {note}", style="dim"))
+    parts.append(verdict_panel(doc))
     return Group(*parts)

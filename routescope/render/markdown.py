@@ -1,0 +1,146 @@
+"""Report -> Markdown: summary, topology, decisions, the selected path (Mermaid), the verdict."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+from typing import Any
+
+from routescope.render.mermaid import flowchart
+
+_WORD = {True: "true", False: "false", None: "unknown"}
+
+
+def cell(text: Any) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def code(text: Any) -> str:
+    return f"`{cell(text)}`"
+
+
+def verdict_word(v: dict[str, Any] | None) -> str:
+    if v is None:
+        return "no verdict"
+    return {True: "insertable", False: "not insertable", None: "undecided"}[v["insertable"]]
+
+
+def deployment_line(doc: dict[str, Any]) -> str:
+    dep = doc["deployment"]
+    return (
+        f"{dep['framework']} {dep['version'] or '(checkout)'} · {dep['gpu']['family']} "
+        f"({dep['gpu']['name']}) · TP{dep['tp']} · {dep['quant']}"
+    )
+
+
+def _summary(doc: dict[str, Any]) -> list[str]:
+    out = [f"- **Model:** {code(doc['model']['ref'])} ({doc['topology']})"]
+    if "deployment" in doc:
+        disp, v = doc["dispatch"], doc.get("verdict")
+        out.append(f"- **Deployment:** {deployment_line(doc)}")
+        out.append(f"- **Dispatch:** {disp['status']} ({len(disp['paths'])} path(s))")
+        if disp["block_class"]:
+            out.append(f"- **Router built by:** {code(disp['block_class'])}")
+        if v is not None:
+            out.append(f"- **OEA:** {verdict_word(v)}: {v['why']}")
+    return out
+
+
+def _topology(doc: dict[str, Any]) -> list[str]:
+    out = ["| field | value | from |", "|---|---|---|"]
+    for name, f in doc["routing"].items():
+        origin = f["origin"] + (f": {f['key']}" if f.get("key") else "")
+        out.append(f"| {name} | {code(f['value'])} | {cell(origin)} |")
+    return out
+
+
+def _decisions(path: dict[str, Any]) -> list[str]:
+    out = ["| where | condition | value |", "|---|---|---|"]
+    for d in path["decisions"]:
+        where = f"{d['file'].rsplit('/', 1)[-1]}:{d['line']}"
+        value = _WORD[d["value"]]
+        if d["value"] is None:
+            value += f" ({cell(d.get('undecided_because', ''))})"
+        out.append(f"| {where} | {code(d['condition'][:140])} | **{value}** |")
+    return out
+
+
+def _point(p: dict[str, Any]) -> list[str]:
+    out = [
+        f"Insert in {code(p['function'])} ({p['file']}), after line {p['insert_after_line']}:",
+        "",
+    ]
+    out += ["```python", f"# {p['file']}:{p['before']['line']}-{p['before']['end_line']}"]
+    out.append(p["before"]["text"])
+    out.append("# >>> OEA goes here <<<")
+    if p["after"] is not None:
+        for s in p["skipped"]:
+            out.append(f"# (line {s['line']}, {s['because']}: {s['text']})")
+        out.append(f"# {p['file']}:{p['after']['line']}")
+        out.append(p["after"]["text"])
+    out.append("```")
+    if p["post_processing"]:
+        calls = ", ".join(f"{code(c['call'])} (line {c['line']})" for c in p["post_processing"])
+        out += ["", f"Post-processing after the point: {calls}."]
+    return out
+
+
+def _verdict(v: dict[str, Any]) -> list[str]:
+    out = [f"**{verdict_word(v)}.** {v['why']}", ""]
+    if v.get("insertion_point"):
+        out += [*_point(v["insertion_point"]), ""]
+    if v.get("switch"):
+        out += [*_switch(v["switch"]), ""]
+    if v.get("constraints"):
+        out += ["| id | constraint | finding | evidence |", "|---|---|---|---|"]
+        for c in v["constraints"]:
+            ev = "<br>".join(cell(e) for e in c["evidence"])
+            out.append(f"| {c['id']} | {cell(c['title'])} | {cell(c['finding'])} | {ev} |")
+        out.append("")
+    if v.get("sketch"):
+        out += ["Sketch of the inserted code:", "", "```python", dedent(v["sketch"]), "```", ""]
+    for i, a in enumerate(v.get("paths", []), 1):
+        out += [f"#### Path {i}: {verdict_word(a)}", "", *_verdict({**a, "paths": []})]
+    return out
+
+
+def _switch(s: dict[str, Any]) -> list[str]:
+    example = f", e.g. {code(str(s['flag']) + ' ' + str(s['suggest']))}" if s["suggest"] else ""
+    excluded = ", ".join(code(x) for x in s["excluded"])
+    return [
+        f"- **Switch:** {code(s['flag'] or '?')} (now {code(s['current'])}; chosen at "
+        f"{s['chosen_by']['file']}:{s['chosen_by']['line']})",
+        f"- **Decomposed path:** any value but {excluded}{example}",
+        f"- **Gives up:** {s['gives_up']}",
+    ]
+
+
+def render_section(doc: dict[str, Any], level: int = 2) -> str:
+    """One deployment's report as Markdown, headings starting at `level`."""
+    h = "#" * level
+    out = [*_summary(doc), "", f"{h} Routing topology", "", *_topology(doc), ""]
+    disp = doc.get("dispatch")
+    if disp is not None:
+        selected = next((p for p in disp["paths"] if p["selected"]), None)
+        out += [f"{h} Decode path", ""]
+        if selected is not None:
+            out += ["```mermaid", flowchart(selected, doc.get("verdict")), "```", ""]
+            out += [f"{h}# Decisions on the path", "", *_decisions(selected), ""]
+        else:
+            out += [f"No single path is selected ({disp['status']}); what would decide it:", ""]
+            out += [f"- {u['file']}:{u['line']} {code(u['condition'][:120])}: "
+                    f"{cell(u['undecided_because'])}" for u in disp["undecided"]]  # fmt: skip
+            out.append("")
+        if doc.get("verdict") is not None:
+            out += [f"{h} OEA verdict", "", *_verdict(doc["verdict"])]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render(doc: dict[str, Any]) -> str:
+    """A whole Markdown document for one report."""
+    title = doc["model"]["ref"]
+    if "deployment" in doc:
+        title += (
+            f" on {doc['deployment']['framework']} {doc['deployment']['version'] or ''}".rstrip()
+        )
+    return f"# routescope: {title}\n\n" + render_section(doc)

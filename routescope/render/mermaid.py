@@ -1,0 +1,75 @@
+"""The selected decode path as a Mermaid flowchart: the call chain down to the router kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _label(text: str) -> str:
+    # Mermaid labels in "..." take entity codes for quotes; keep them short and single-line
+    return text.replace('"', "#quot;").replace("\n", " ")
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def chain(path: dict[str, Any]) -> list[dict[str, Any]]:
+    """The frames from the entry point down to the sink's caller; helpers drop out."""
+    frames = path["frames"]
+    sink = path["sink"]
+    if not frames:
+        return []
+    if sink is None:
+        chose = {d["function"] for d in path["decisions"] if d["value"] is True}
+        out_: list[dict[str, Any]] = []
+        for f in frames:
+            if (f["called_at"] is None or f["function"] in chose) and f not in out_:
+                out_.append(f)
+        return out_
+    by_name = {f["function"]: f for f in frames}
+    out: list[dict[str, Any]] = []
+    frame = by_name.get(sink["called_from"])
+    while frame is not None and frame not in out:
+        out.insert(0, frame)
+        site = frame["called_at"]
+        if not site:
+            break
+        file, _, line = site.rpartition(":")
+        before = frames[: frames.index(frame)]
+        frame = next(
+            (f for f in reversed(before) if f["file"] == file and f["line"] <= int(line)), None
+        )
+    return out
+
+
+def flowchart(path: dict[str, Any], verdict: dict[str, Any] | None) -> str:
+    """Mermaid `flowchart TD` source for one path (no fences)."""
+    lines = ["flowchart TD"]
+    nodes = chain(path)
+    point = (verdict or {}).get("insertion_point")
+    for i, f in enumerate(nodes):
+        name = f["function"].split(":")[-1]
+        lines.append(f'  n{i}["{_label(name)}<br/>{_label(_short(f["file"]))}:{f["line"]}"]')
+        if i:
+            lines.append(f'  n{i - 1} -->|"{_label(_short(f["called_at"] or ""))}"| n{i}')
+    last = f"n{len(nodes) - 1}" if nodes else None
+    sink = path["sink"]
+    if sink is not None:
+        lines.append(
+            f'  sink[["{_label(sink["name"].split(":")[-1])}<br/>{_label(sink["kind"])}"]]'
+        )
+        if last:
+            lines.append(f'  {last} -->|"{_label(_short(sink["file"]))}:{sink["line"]}"| sink')
+    else:
+        lines.append('  ret(["returns its inputs: routing fused into the MoE kernel"])')
+        if last:
+            lines.append(f"  {last} --> ret")
+    if point is not None:
+        idx = next((i for i, f in enumerate(nodes) if f["function"] == point["function"]), None)
+        lines.append(f'  oea{{{{"OEA here: after line {point["insert_after_line"]}"}}}}')
+        if idx is not None:
+            lines.append(f"  n{idx} -.- oea")
+        lines.append("  classDef oea fill:#e6f4ea,stroke:#188038")
+        lines.append("  class oea oea")
+    return "\n".join(lines)

@@ -1,0 +1,223 @@
+"""report -> report["verdict"]: is OEA insertable on the decode path, where, and under what."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routescope.analysis.index import Index
+from routescope.errors import RoutescopeError
+from routescope.verdict import constraints as C
+from routescope.verdict.callees import CallSite, find_calls
+from routescope.verdict.facts import input_value
+from routescope.verdict.point import Point, calls_in, find_point, following
+from routescope.verdict.rules import OeaRules, load_oea_rules
+from routescope.verdict.sketch import from_constraints
+from routescope.verdict.source import function_at, function_named, open_index
+from routescope.verdict.switch import find_switch, returned
+
+
+def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, Any]:
+    """The verdict for a report that has a dispatch; `index` defaults to reopening its source."""
+    rules = load_oea_rules()
+    dep, disp = doc["deployment"], doc["dispatch"]
+    fw = rules.framework(dep["framework"])
+    base: dict[str, Any] = {
+        "rules": rules.files.get(dep["framework"]),
+        "insertable": None,
+        "why": "",
+        "path": None,
+        "insertion_point": None,
+        "switch": None,
+        "constraints": [],
+        "sketch": None,
+        "paths": [],
+    }
+    if fw is None:
+        return {**base, "why": f"no OEA rules for {dep['framework']}"}
+    if index is None:
+        try:
+            index = open_index(dep["source"])
+        except RoutescopeError as exc:
+            return {**base, "why": f"framework source not readable: {exc.message}"}
+    assessed = [assess(doc, p, index, rules, fw) for p in disp["paths"]]
+    if disp["status"] == "selected":
+        return {**base, **assessed[0], "path": 0}
+    word = "forked" if disp["status"] == "forked" else "unknown"
+    verdicts = sorted({str(a["insertable"]).lower() for a in assessed})
+    why = (
+        f"the dispatch is {word}: {len(assessed)} feasible path(s); "
+        f"per path: {', '.join(verdicts)}; "
+        "decide the open conditions (see dispatch.undecided) to get one verdict"
+    )
+    return {**base, "why": why, "paths": assessed}
+
+
+def assess(
+    doc: dict[str, Any], path: dict[str, Any], index: Index, rules: OeaRules, fw: dict[str, Any]
+) -> dict[str, Any]:
+    """One path's verdict: insertable, why, insertion point, switch, constraints, sketch."""
+    out: dict[str, Any] = {
+        "insertable": None,
+        "why": "",
+        "insertion_point": None,
+        "switch": None,
+        "constraints": [],
+        "sketch": None,
+    }
+    sink = path["sink"]
+    if sink is None and path["outcome"] == "return" and not path["stopped"]:
+        ret = returned(path, index)
+        switch = find_switch(path, index, fw)
+        what = f"returns {ret[0]} at {ret[1]}" if ret else "returns without calling a router kernel"
+        out.update(
+            insertable=False,
+            switch=switch,
+            why=f"routing is fused into the MoE kernel: the router {what}, so topk_ids and "
+            "topk_weights never exist as tensors in Python"
+            + (
+                f"; {switch['flag']} {switch['suggest']} selects the decomposed path"
+                if switch and switch["flag"] and switch["suggest"]
+                else ""
+            ),
+        )
+        return out
+    if sink is None:
+        out["why"] = (
+            f"the path stopped before a router kernel: {path['stopped'] or path['outcome']}"
+        )
+        return out
+    point = find_point(path, index, fw["tensors"])
+    if point is None:
+        out.update(
+            insertable=False,
+            why=f"no statement on the path binds {fw['tensors']['ids'][0]} and "
+            f"{fw['tensors']['weights'][0]} from the router call ({sink['name']})",
+        )
+        return out
+    out["insertion_point"] = _point_dict(point, path, fw)
+    out["constraints"] = _constraints(doc, path, index, rules, fw, point)
+    pad = fw["calls"]["pad_param"] if _takes(point, fw["calls"]["pad_param"]) else None
+    logits = next(
+        (n for n in fw["tensors"]["logits"] if _takes(point, n)), fw["tensors"]["logits"][0]
+    )
+    indent = " " * (point.stmt.col_offset if not point.after else point.after.col_offset)
+    out["sketch"] = from_constraints(doc, indent, pad, logits)
+    fname = point.function.split(":")[-1]
+    out.update(
+        insertable=True,
+        why=f"topk_ids and topk_weights are Python tensors in {fname} right "
+        f"after {point.source.module.relpath}:{point.stmt.lineno}, before any post-processing",
+    )
+    return out
+
+
+def _takes(point: Point, name: str) -> bool:
+    args = point.source.node.args
+    return any(a.arg == name for a in (*args.args, *args.kwonlyargs))
+
+
+def _point_dict(point: Point, path: dict[str, Any], fw: dict[str, Any]) -> dict[str, Any]:
+    src, rel = point.source, point.source.module.relpath
+    end = point.stmt.end_lineno or point.stmt.lineno
+    after = point.after
+    gone = [(s.lineno, s.end_lineno or s.lineno) for s in point.skipped]
+    post = [
+        (n, ln)
+        for n, ln in calls_in(following(point), fw["calls"]["post_process"])
+        if not any(a <= ln <= b for a, b in gone)
+    ]
+    return {
+        "file": rel,
+        "function": point.function,
+        "line": end,
+        "insert_after_line": end,
+        "before": {
+            "line": point.stmt.lineno,
+            "end_line": end,
+            "text": src.text(point.stmt.lineno, end),
+        },
+        "after": None
+        if after is None
+        else {
+            "line": after.lineno,
+            "end_line": after.end_lineno or after.lineno,
+            "text": src.text(after.lineno, after.end_lineno or after.lineno),
+        },
+        "skipped": [
+            {
+                "line": s.lineno,
+                "text": src.text(s.lineno, s.lineno).strip(),
+                "because": "decided false on this path",
+            }
+            for s in point.skipped
+        ],
+        "router_call": {"line": point.call_line, "through": list(point.chain)},
+        "post_processing": [{"call": n, "line": ln} for n, ln in post],
+    }
+
+
+def _callee_calls(
+    path: dict[str, Any], index: Index, point: Point, names: list[str]
+) -> list[CallSite]:
+    out: list[CallSite] = []
+    for qual in point.chain:
+        frame = next((f for f in path["frames"] if f["function"] == qual), None)
+        fn = function_at(index, frame["file"], frame["line"]) if frame else None
+        if fn is not None:
+            out += find_calls(fn, qual, names, path["decisions"], traced=True)
+    kernel = function_named(index, path["sink"]["name"])
+    if kernel is not None:
+        out += find_calls(kernel, path["sink"]["name"], names, path["decisions"], traced=False)
+    return out
+
+
+def _constraints(
+    doc: dict[str, Any],
+    path: dict[str, Any],
+    index: Index,
+    rules: OeaRules,
+    fw: dict[str, Any],
+    point: Point,
+) -> list[dict[str, Any]]:
+    kernel = function_named(index, path["sink"]["name"])
+    callers = _callers(path, point)
+    remaps = _callee_calls(path, index, point, fw["calls"]["remap"])
+    masks = _callee_calls(path, index, point, fw["calls"]["pad_mask"])
+    after = [
+        CallSite(n, point.function, point.source.module.relpath, ln, "after")
+        for n, ln in calls_in(following(point), fw["calls"]["remap"])
+    ]
+    return [
+        C.routed_columns(doc, rules),
+        C.scores(doc, rules, kernel),
+        C.renormalise(doc, rules),
+        C.scaling(doc, rules),
+        C.groups(doc, rules),
+        C.cuda_graph(doc, rules, fw, index),
+        C.opaque(doc, rules, fw, point, callers, path["sink"]),
+        C.scores_available(rules, point, fw, path["sink"]),
+        C.padding(rules, fw, point, masks),
+        C.expert_ids(rules, fw, remaps, after, input_value(path, fw["calls"]["remap_info"])),
+    ]
+
+
+def _callers(path: dict[str, Any], point: Point) -> list[dict[str, Any]]:
+    """The point's frame and every frame that (transitively) called it."""
+    by_site = {f["function"]: f for f in path["frames"]}
+    out = []
+    frame = by_site.get(point.function)
+    while frame is not None:
+        out.append(frame)
+        site = frame["called_at"]
+        if not site:
+            break
+        file, _, line = site.rpartition(":")
+        frame = next(
+            (
+                f
+                for f in reversed(path["frames"][: path["frames"].index(frame)])
+                if f["file"] == file and f["line"] <= int(line)
+            ),
+            None,
+        )
+    return out

@@ -1,0 +1,297 @@
+"""The constraints an OEA insertion must respect on one path, each read from the report."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from routescope.analysis.index import Index
+from routescope.verdict.callees import CallSite
+from routescope.verdict.facts import cite_setting, known, routing_field, setting
+from routescope.verdict.point import Point
+from routescope.verdict.rules import OeaRules
+from routescope.verdict.source import FunctionSource
+
+
+def _c(rules: OeaRules, name: str, finding: str, evidence: list[str]) -> dict[str, Any]:
+    c = rules.constraints[name]
+    return {"id": c.id, "name": c.name, "title": c.title, "finding": finding, "evidence": evidence}
+
+
+def routed_columns(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
+    k, k_raw, _ = setting(doc, "top_k")
+    s, s_raw, _ = setting(doc, "num_fused_shared_experts")
+    n, n_src = routing_field(doc, "num_experts")
+    ev = [cite_setting(doc, "top_k"), cite_setting(doc, "num_fused_shared_experts")]
+    if not isinstance(k, int) or not isinstance(s, int):
+        return _c(
+            rules, "routed-columns", f"unknown: top_k={k_raw}, num_fused_shared_experts={s_raw}", ev
+        )
+    if s == 0:
+        return _c(rules, "routed-columns", f"all {k} columns of topk_ids are routed experts", ev)
+    return _c(
+        rules,
+        "routed-columns",
+        f"topk_ids[:, :{k - s}] are routed; the last {s} column(s) hold fused shared-expert "
+        f"slots (ids >= {n}); OEA must leave them as they are",
+        [*ev, f"num_experts = {n} ({n_src})"],
+    )
+
+
+def scores(doc: dict[str, Any], rules: OeaRules, kernel: FunctionSource | None) -> dict[str, Any]:
+    func, func_src = routing_field(doc, "scoring_func")
+    _bias_value, bias_raw, _ = setting(doc, "correction_bias")
+    has_bias = known(bias_raw) and bias_raw != "None"
+    ev = [f"model scoring_func = {func} ({func_src})", cite_setting(doc, "correction_bias")]
+    seen = _score_calls(kernel) if kernel else []
+    ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in seen] if kernel else []
+    kinds = {name for name, _ in seen}
+    score = (
+        "sigmoid"
+        if "sigmoid" in kinds
+        else "softmax"
+        if "softmax" in kinds
+        else str(func or "softmax")
+    )
+    if has_bias:
+        finding = (
+            f"rank by {score}(router_logits) + correction_bias (as selection does); weight by "
+            f"the unbiased {score}(router_logits)"
+        )
+    else:
+        finding = f"rank and weight by {score}(router_logits)"
+    if kinds and str(func) not in kinds:
+        finding += f" (the kernel computes {score}; the config says {func})"
+    return _c(rules, "scores", finding, ev)
+
+
+def _score_calls(fn: FunctionSource) -> list[tuple[str, int]]:
+    out = []
+    for node in ast.walk(fn.node):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = (
+                f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            )
+            if name in ("sigmoid", "softmax"):
+                out.append((name, node.lineno))
+    return sorted(set(out), key=lambda x: x[1])
+
+
+def renormalise(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
+    r, raw, _ = setting(doc, "renormalize")
+    s, _, _ = setting(doc, "num_fused_shared_experts")
+    over = " over the routed columns only" if isinstance(s, int) and s > 0 else ""
+    finding = {
+        True: f"renormalise the final weights to sum to 1{over}",
+        False: "do not renormalise: weights stay the raw scores of the chosen experts",
+    }.get(r, f"unknown ({raw})")
+    return _c(rules, "renormalise", finding, [cite_setting(doc, "renormalize")])
+
+
+def scaling(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
+    f, f_raw, _ = setting(doc, "routed_scaling_factor")
+    on, on_raw, _ = setting(doc, "apply_routed_scaling_factor_on_output")
+    ev = [
+        cite_setting(doc, "routed_scaling_factor"),
+        cite_setting(doc, "apply_routed_scaling_factor_on_output"),
+    ]
+    if f is None or f == 1 or f == 1.0:
+        return _c(rules, "scaling-factor", f"no scaling (routed_scaling_factor = {f_raw})", ev)
+    if on is True:
+        finding = (
+            f"the router multiplies topk_weights by {f}: "
+            "multiply OEA's renormalised weights by it too"
+        )
+    elif on is False:
+        finding = f"{f} is applied to the MoE output, not to topk_weights: OEA must not apply it"
+    else:
+        finding = (
+            f"undecided: routed_scaling_factor = {f} is either folded into topk_weights or applied "
+            f"to the MoE output ({on_raw}); OEA must do what the router did, so read "
+            "apply_routed_scaling_factor_on_output at run time"
+        )
+    return _c(rules, "scaling-factor", finding, ev)
+
+
+def groups(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
+    g, g_raw, _ = setting(doc, "num_expert_group")
+    _tg, tg_raw, _ = setting(doc, "topk_group")
+    ev = [cite_setting(doc, "num_expert_group"), cite_setting(doc, "topk_group")]
+    if isinstance(g, int) and g > 1:
+        finding = (
+            f"grouped routing: each token selects {tg_raw} of {g} groups; a piggybacked expert "
+            "may lie in a group the token did not select (the paper does not say whether "
+            "that is allowed); the conservative choice keeps piggybacking inside the token's groups"
+        )
+    elif isinstance(g, int) or (g is None and g_raw == "None"):
+        finding = (
+            f"no group mask (num_expert_group = {g_raw}): "
+            "any expert in the batch's set may be piggybacked"
+        )
+    else:
+        finding = f"unknown ({g_raw})"
+    return _c(rules, "groups", finding, ev)
+
+
+def cuda_graph(
+    doc: dict[str, Any], rules: OeaRules, fw: dict[str, Any], index: Index
+) -> dict[str, Any]:
+    arg = fw["graph"]["server_arg"]
+    flag = "--" + arg.replace("_", "-")
+    given = (doc.get("deployment") or {}).get("server_args", {}).get(arg)
+    value: bool | None
+    if given is not None:
+        value, ev = bool(given), [f"server argument {arg} = {given} (--set)"]
+    else:
+        value_or_none, where = _field_default(index, fw["graph"]["server_args_class"], arg)
+        value = bool(value_or_none) if value_or_none is not None else None
+        ev = [f"{where}: {arg} default {value_or_none}"] if where else [f"{arg}: default not found"]
+    if value is False:
+        finding = (
+            f"decode runs inside a captured CUDA graph ({flag} not given): static shapes, no "
+            "torch.unique, nonzero or .item(); build the batch's expert set with scatter_ into "
+            "a fixed [num_experts] mask"
+        )
+    elif value is True:
+        finding = f"{flag} is set: decode is not captured (dynamic ops allowed, decode is slower)"
+    else:
+        finding = "unknown whether decode is captured; write it capture-safe"
+    return _c(rules, "cuda-graph", finding, ev)
+
+
+def _field_default(index: Index, qualname: str, field: str) -> tuple[Any, str | None]:
+    sym = index.find(qualname)
+    info = index.module(sym.module) if sym is not None else None
+    if sym is None or info is None or not isinstance(sym.node, ast.ClassDef):
+        return None, None
+    for stmt in sym.node.body:
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.target.id == field
+            and stmt.value is not None
+        ):
+            try:
+                return ast.literal_eval(stmt.value), f"{info.relpath}:{stmt.lineno}"
+            except ValueError:
+                return None, f"{info.relpath}:{stmt.lineno}"
+    return None, None
+
+
+def opaque(
+    doc: dict[str, Any],
+    rules: OeaRules,
+    fw: dict[str, Any],
+    point: Point,
+    callers: list[dict[str, Any]],
+    sink: dict[str, Any],
+) -> dict[str, Any]:
+    marks = [*fw["opaque"]["compile"], *fw["opaque"]["custom_op"]]
+    hits = [
+        (f["function"], d)
+        for f in callers
+        for d in f["decorators"]
+        if any(
+            d.lstrip("@").startswith(m) or d.lstrip("@").split("(")[0].endswith(m) for m in marks
+        )
+    ]
+    names = ", ".join(f["function"].split(":")[-1] for f in callers)
+    ev = [
+        f"decorators of {f['function'].split(':')[-1]} ({f['file']}:{f['line']}): "
+        f"{', '.join(f['decorators']) or 'none'}"
+        for f in callers
+    ]
+    ev.append(
+        f"router kernel {sink['name']} [{sink['kind']}] called at {sink['file']}:{sink['line']}"
+    )
+    if hits:
+        finding = "inside " + "; ".join(f"{fn.split(':')[-1]} ({d})" for fn, d in hits)
+    else:
+        finding = (
+            f"plain eager Python: no torch.compile or custom-op decorator on {names}; the router "
+            f"kernel ({sink['kind']}) has returned before the point"
+        )
+    return _c(rules, "opaque", finding, ev)
+
+
+def scores_available(
+    rules: OeaRules, point: Point, fw: dict[str, Any], sink: dict[str, Any]
+) -> dict[str, Any]:
+    params = {a.arg for a in (*point.source.node.args.args, *point.source.node.args.kwonlyargs)}
+    logits = [n for n in fw["tensors"]["logits"] if n in params]
+    bias = [n for n in fw["tensors"]["bias"] if _assigned(point.source, n) or n in params]
+    targets = ast.get_source_segment("\n".join(point.source.module.lines), point.stmt.targets[0])  # type: ignore[attr-defined]
+    ev = [
+        f"{point.source.module.relpath}:{point.stmt.lineno}: {targets} = ... (no scores returned)",
+        f"router kernel {sink['name']} [{sink['kind']}]",
+    ]
+    if logits:
+        finding = (
+            f"the router returns only {targets}: recompute scores from `{logits[0]}`"
+            + (f" and `{bias[0]}`" if bias else "")
+            + f", both in scope in {point.function.split(':')[-1]}"
+        )
+    else:
+        finding = (
+            f"the router returns only {targets}, and no router logits are in scope at the point"
+        )
+    return _c(rules, "scores-available", finding, ev)
+
+
+def _assigned(fn: FunctionSource, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for n in ast.walk(fn.node)
+    )
+
+
+def padding(
+    rules: OeaRules, fw: dict[str, Any], point: Point, masks: list[CallSite]
+) -> dict[str, Any]:
+    param = fw["calls"]["pad_param"]
+    params = {a.arg for a in (*point.source.node.args.args, *point.source.node.args.kwonlyargs)}
+    live = [m for m in masks if m.runs != "not on this path"]
+    ev = [f"{m.file}:{m.line}: {m.name} in {m.function.split(':')[-1]} ({m.runs})" for m in live]
+    if param in params:
+        ev.append(f"{point.function.split(':')[-1]} takes {param}")
+    if live:
+        finding = (
+            f"padded rows (row >= {param}) leave the router with topk_ids = -1; OEA must "
+            "exclude them from the batch's expert set and leave them -1"
+        )
+    elif param in params:
+        finding = (
+            f"padded rows are not masked before the point: use {param} to exclude rows past it"
+        )
+    else:
+        finding = (
+            "no padding count reaches the point: padded rows of a captured batch count toward T"
+        )
+    return _c(rules, "padding", finding, ev)
+
+
+def expert_ids(
+    rules: OeaRules,
+    fw: dict[str, Any],
+    remaps: list[CallSite],
+    after: list[CallSite],
+    info: tuple[str, list[str]] | None,
+) -> dict[str, Any]:
+    name = fw["calls"]["remap_info"]
+    live = [r for r in remaps if r.runs != "not on this path"]
+    ev = [f"{r.file}:{r.line}: {r.name} in {r.function.split(':')[-1]} ({r.runs})" for r in live]
+    ev += [f"{a.file}:{a.line}: {a.name} after the point" for a in after]
+    if info is not None:
+        ev.append(f"{name} on the traced path = {info[0]} ({'; '.join(info[1]) or 'traced'})")
+    if live:
+        finding = (
+            f"already remapped: {live[0].name} runs inside the router call before it returns, so "
+            f"topk_ids are physical (replica) ids whenever {name} is given (EPLB); with it None "
+            "the remap is the identity and ids are logical"
+        )
+    elif after:
+        finding = f"logical expert ids; the remap ({after[0].name}) runs after the point"
+    else:
+        finding = "logical expert ids; no remap call on the path"
+    return _c(rules, "expert-ids", finding, ev)

@@ -1,0 +1,50 @@
+"""Small readers over a report: router settings, decision inputs, evidence strings."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+
+def setting(doc: dict[str, Any], name: str) -> tuple[Any, str, list[str]]:
+    """A router setting as (Python value or None when not a literal, raw text, origins)."""
+    router = (doc.get("dispatch") or {}).get("router") or {}
+    item = router.get(name)
+    if item is None:
+        return None, "absent", []
+    raw = str(item["value"])
+    try:
+        value: Any = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = None
+    return value, raw, list(item["origins"])
+
+
+def known(raw: str) -> bool:
+    return raw not in ("absent",) and not raw.startswith("unknown")
+
+
+def cite_setting(doc: dict[str, Any], name: str) -> str:
+    _, raw, origins = setting(doc, name)
+    where = "; ".join(origins) if origins else "as the router was built"
+    return f"router {name} = {raw} ({where})"
+
+
+def routing_field(doc: dict[str, Any], name: str) -> tuple[Any, str]:
+    item = (doc.get("routing") or {}).get(name) or {}
+    origin = str(item.get("origin", "absent"))
+    key = item.get("key")
+    return item.get("value"), f"{origin}: {key}" if key else origin
+
+
+def input_value(path: dict[str, Any], expr: str) -> tuple[str, list[str]] | None:
+    """The first value the path's decisions record for expression `expr`."""
+    for d in [*path["decisions"], *path["setup_decisions"]]:
+        for i in d.get("inputs", []):
+            if i["expr"] == expr:
+                return str(i["value"]), list(i["origins"])
+    return None
+
+
+def at(file: str, line: int) -> str:
+    return f"{file}:{line}"

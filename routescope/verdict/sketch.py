@@ -1,0 +1,78 @@
+"""The inserted call as text, shaped by this path's constraints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sketch(
+    indent: str,
+    k: int | None,
+    shared: int,
+    biased: bool,
+    score: str,
+    renorm: bool | None,
+    scale: bool | None,
+    grouped: bool,
+    pad: str | None,
+    logits: str,
+) -> str:
+    """A short code sketch of `topk_weights, topk_ids = oea(...)` at the insertion point."""
+    routed = f"k - {shared}" if shared else "k"
+    cols = f"[:, :{routed}]" if shared else ""
+    lines = [
+        "# OEA on decode steps only; shapes stay static (CUDA-graph safe)",
+        "if forward_mode_is_decode:  # however the caller passes it down",
+        f"    s = {logits}.float().{score}()" + ("" if score == "sigmoid" else "(dim=-1)"),
+        "    rank = s + correction_bias" if biased else "    rank = s",
+        f"    k = topk_ids.shape[1]  # {k} here" if k else "    k = topk_ids.shape[1]",
+        f"    routed_ids = topk_ids{cols}",
+        "    new_ids, new_w = oea_piggyback(",
+        f"        rank, s, routed_ids, k0=K0, k_max={routed},",
+        f"        valid_rows={pad},  # rows past it stay -1" if pad else "        valid_rows=None,",
+        "        group_mask=token_group_mask," if grouped else "",
+        f"        renormalize={renorm},",
+        "    )",
+    ]
+    if scale:
+        lines.append(
+            "    new_w = new_w * routed_scaling_factor  # the router folded it into the weights"
+        )
+    elif scale is None:
+        lines += [
+            "    if apply_routed_scaling_factor_on_output:  # not decided statically",
+            "        new_w = new_w * routed_scaling_factor",
+        ]
+    if shared:
+        lines += [
+            f"    topk_ids{cols} = new_ids",
+            f"    topk_weights{cols} = new_w  # shared slot untouched",
+        ]
+    else:
+        lines += ["    topk_ids, topk_weights = new_ids, new_w"]
+    return "\n".join(indent + line for line in lines if line)
+
+
+def from_constraints(doc: dict[str, Any], indent: str, pad: str | None, logits: str) -> str:
+    from routescope.verdict.facts import setting
+
+    k, _, _ = setting(doc, "top_k")
+    s, _, _ = setting(doc, "num_fused_shared_experts")
+    _, bias_raw, _ = setting(doc, "correction_bias")
+    r, _, _ = setting(doc, "renormalize")
+    on, _, _ = setting(doc, "apply_routed_scaling_factor_on_output")
+    g, _, _ = setting(doc, "num_expert_group")
+    func = ((doc.get("routing") or {}).get("scoring_func") or {}).get("value") or "softmax"
+    biased = bias_raw not in ("None", "absent") and not bias_raw.startswith("unknown")
+    return sketch(
+        indent,
+        k if isinstance(k, int) else None,
+        s if isinstance(s, int) else 0,
+        biased,
+        "sigmoid" if biased or func == "sigmoid" else "softmax",
+        r if isinstance(r, bool) else None,
+        on if isinstance(on, bool) else None,
+        isinstance(g, int) and g > 1,
+        pad,
+        logits,
+    )

@@ -1,0 +1,133 @@
+"""A path whose router returns its inputs (routing fused into the MoE kernel): which server
+argument chose it, and what to set to get the decomposed path back. All read from the source.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from routescope.analysis.index import Index
+from routescope.verdict.source import FunctionSource, function_at, function_named
+
+_ACCESSOR = re.compile(r"\b([A-Za-z_]\w*)\(\)\.(is_\w+)\(\)")
+
+
+def returned(path: dict[str, Any], index: Index) -> tuple[str, str] | None:
+    """The last decided-true branch on the path that returns a call: (callee, file:line)."""
+    for d in reversed(path["decisions"]):
+        if d["value"] is not True:
+            continue
+        fn = function_at(index, d["file"], d["line"])
+        if fn is None:
+            continue
+        for node in ast.walk(fn.node):
+            if isinstance(node, ast.If) and d["line"] in (node.lineno, node.test.lineno):
+                for stmt in node.body:
+                    if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
+                        name = ast.unparse(stmt.value.func)
+                        return name, f"{d['file']}:{stmt.lineno}"
+    return None
+
+
+def _global_of(fn: FunctionSource) -> str | None:
+    for node in ast.walk(fn.node):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            return node.value.id
+    return None
+
+
+def _server_arg(fn: FunctionSource, global_name: str) -> tuple[str, int] | None:
+    """The server argument the module global is set from: `G = X(server_args.attr)`."""
+    tree = fn.module.tree
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == global_name for t in node.targets
+        ):
+            for sub in ast.walk(node.value):
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id == "server_args"
+                ):
+                    return sub.attr, node.lineno
+    return None
+
+
+def _members(fn: FunctionSource, index: Index) -> tuple[str, dict[str, str], dict[str, str]] | None:
+    """The accessor's enum: (class name, member -> value, is_method -> value)."""
+    ret = fn.node.returns
+    cls_name = ast.unparse(ret) if ret is not None else ""
+    sym = index.resolve(fn.module.name, cls_name) if cls_name else None
+    if sym is None or not isinstance(sym.node, ast.ClassDef):
+        return None
+    members: dict[str, str] = {}
+    checks: dict[str, str] = {}
+    for stmt in sym.node.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+            and isinstance(stmt.targets[0], ast.Name)
+        ):
+            members[stmt.targets[0].id] = stmt.value.value
+        if isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("is_"):
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Attribute) and node.attr in members:
+                    checks[stmt.name] = members[node.attr]
+    return cls_name, members, checks
+
+
+def find_switch(path: dict[str, Any], index: Index, fw: dict[str, Any]) -> dict[str, Any] | None:
+    """The switch that routed this path around select_experts, or None when none is found."""
+    frames = {f["function"].split(":")[-1].split(".")[-1]: f for f in path["frames"]}
+    chosen: list[dict[str, Any]] = []
+    accessor: FunctionSource | None = None
+    excluded: list[str] = []
+    for d in path["decisions"]:
+        for name, method in _ACCESSOR.findall(d["condition"]):
+            frame = frames.get(name)
+            fn = function_named(index, frame["function"]) if frame else None
+            if fn is None:
+                continue
+            accessor = fn
+            excluded.append(method)
+            if d["value"] is True:
+                chosen.append(d)
+    if accessor is None or not chosen:
+        return None
+    global_name = _global_of(accessor)
+    arg = _server_arg(accessor, global_name) if global_name else None
+    enum = _members(accessor, index)
+    current = None
+    for d in [*path["decisions"], *path["setup_decisions"]]:
+        for i in d.get("inputs", []):
+            if i["expr"] == global_name:
+                current = str(i["value"]).split(".")[-1]
+    values = enum[1] if enum else {}
+    checks = enum[2] if enum else {}
+    current_value = values.get(current or "", current)
+    excluded_values = sorted({checks[m] for m in excluded if m in checks})
+    prefer = [
+        v for v in fw["switch"]["prefer"] if v in values.values() and v not in excluded_values
+    ]
+    gives = {g["value"]: g["text"] for g in fw["switch"].get("gives_up", [])}
+    d = chosen[0]
+    out: dict[str, Any] = {
+        "server_arg": arg[0] if arg else None,
+        "flag": "--" + arg[0].replace("_", "-") if arg else None,
+        "current": current_value,
+        "chosen_by": {"file": d["file"], "line": d["line"], "condition": d["condition"]},
+        "excluded": excluded_values,
+        "suggest": prefer[0] if prefer else None,
+        "gives_up": gives.get(
+            str(current_value), f"the fused {current_value} MoE kernel that routes internally"
+        ),
+        "evidence": [f"{d['file']}:{d['line']}: {d['condition']} -> true"],
+    }
+    if arg:
+        out["evidence"].append(
+            f"{accessor.module.relpath}:{arg[1]}: {global_name} set from server_args.{arg[0]}"
+        )
+    return out

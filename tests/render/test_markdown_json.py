@@ -1,0 +1,64 @@
+"""Snapshots of the Markdown and JSON reports (GLM-5, SGLang 0.5.9, sm120, TP8); schema checks.
+
+The Markdown snapshot ends in .txt so that no formatter rewrites its code blocks.
+Refresh the snapshots with ROUTESCOPE_UPDATE_SNAPSHOTS=1 after an intended change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from routescope.render.markdown import render
+from routescope.render.report_md import render_matrix
+from routescope.render.schema import report_schema, validate_report
+from tests.verdict.conftest import report
+
+SNAP = Path(__file__).parent / "snapshots"
+GLM5 = ("examples/configs/zai-org--GLM-5.json", "0.5.9", "sm120")
+
+
+def _check(name: str, text: str) -> None:
+    path = SNAP / name
+    if os.environ.get("ROUTESCOPE_UPDATE_SNAPSHOTS") or not path.exists():
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+def test_schema_is_valid_draft_2020_12() -> None:
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(report_schema())
+
+
+@pytest.mark.network
+def test_markdown_snapshot() -> None:
+    _check("glm5-sglang-0.5.9-sm120-tp8.md.txt", render(report(*GLM5)))
+
+
+@pytest.mark.network
+def test_json_snapshot_and_schema() -> None:
+    doc = report(*GLM5)
+    validate_report(doc)
+    _check("glm5-sglang-0.5.9-sm120-tp8.json", json.dumps(doc, indent=2) + "\n")
+
+
+@pytest.mark.network
+def test_forked_report_with_a_fused_path_matches_the_schema() -> None:
+    validate_report(
+        report("examples/configs/deepseek-ai--DeepSeek-V3.json", "0.5.9", "sm100", 8, "fp8")
+    )
+
+
+@pytest.mark.network
+def test_matrix_links_every_section() -> None:
+    docs = [
+        report(*GLM5),
+        report("examples/configs/deepseek-ai--DeepSeek-V3.json", "0.5.9", "sm100", 8, "fp8"),
+    ]
+    text = render_matrix(docs)
+    assert text.count("](#") == 2
+    assert "**insertable**" in text and "**undecided**" in text

@@ -1,0 +1,74 @@
+"""The OEA verdict on real SGLang source: rule cases, the GLM-5 point, a fused router."""
+
+from __future__ import annotations
+
+import pytest
+
+from routescope.verdict.rules import load_oea_rules
+from tests.verdict.conftest import report
+
+CASES = [c for fw in load_oea_rules().frameworks.values() for c in fw.get("case", [])]
+
+
+def test_rule_ids_are_unique_and_stable() -> None:
+    ids = [c.id for c in load_oea_rules().constraints.values()]
+    assert len(ids) == len(set(ids)) == 10
+    assert load_oea_rules().constraints["routed-columns"].id == "OEA101"
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_rule_cases(case: dict[str, object]) -> None:
+    doc = report(
+        str(case["model"]),
+        str(case["version"]),
+        str(case["gpu"]),
+        int(case.get("tp", 1)),  # type: ignore[call-overload]
+        case.get("quant"),
+    )  # type: ignore[arg-type]
+    v = doc["verdict"]
+    if case["insertable"] != "any":
+        assert v["insertable"] is case["insertable"], v["why"]
+    if "function" in case:
+        assert v["insertion_point"]["function"] == case["function"]
+
+
+@pytest.mark.network
+def test_glm5_insertion_point_is_after_the_router_call_in_select_experts() -> None:
+    v = report("examples/configs/zai-org--GLM-5.json", "0.5.9", "sm120")["verdict"]
+    p = v["insertion_point"]
+    assert v["insertable"] is True
+    assert p["before"]["text"].lstrip().startswith("topk_weights, topk_ids = biased_grouped_topk(")
+    assert "on_select_experts" in p["after"]["text"]
+    assert [s["text"] for s in p["skipped"]] == ["if num_fused_shared_experts > 0 and _use_aiter:"]
+    assert [c["call"] for c in p["post_processing"]] == ["on_select_experts", "capture"]
+    found = {c["name"]: c["finding"] for c in v["constraints"]}
+    assert found["routed-columns"].startswith("topk_ids[:, :8] are routed")
+    assert "sigmoid(router_logits) + correction_bias" in found["scores"]
+    assert "no group mask" in found["groups"]
+    assert "already remapped" in found["expert-ids"]
+    assert "plain eager Python" in found["opaque"]
+    assert "topk_ids[:, :k - 1] = new_ids" in v["sketch"]
+
+
+@pytest.mark.network
+def test_fused_router_names_the_switch() -> None:
+    """DeepSeek-V3 fp8 on sm100: whatever the dispatch status, a path without a sink that returns
+    the router's inputs is not insertable and names the server argument that chose it."""
+    doc = report("examples/configs/deepseek-ai--DeepSeek-V3.json", "0.5.9", "sm100", 8, "fp8")
+    paths = doc["dispatch"]["paths"]
+    assessed = doc["verdict"]["paths"] or [doc["verdict"]]
+    bypassed = [
+        a
+        for p, a in zip(paths, assessed, strict=True)
+        if p["sink"] is None and p["outcome"] == "return"
+    ]
+    assert bypassed, "the report has no path whose router returns its inputs"
+    for a in bypassed:
+        assert a["insertable"] is False
+        assert a["switch"]["flag"] == "--moe-runner-backend"
+        assert a["switch"]["current"] == "flashinfer_trtllm"
+        assert a["switch"]["suggest"] not in a["switch"]["excluded"]
+        assert "BypassedTopKOutput" in a["why"]
+    if doc["dispatch"]["status"] != "selected":
+        assert doc["verdict"]["insertable"] is None
