@@ -219,7 +219,8 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
         if isinstance(parent, ClassVal) and parent is not site.model_class:
             cls = parent
     built = _phase(engine, PHASE_SECONDS["block"], f"building {cls.qualname}",
-                   lambda: engine.call(PathState(envs=[{}]), cls, [], _init_kwargs(cls, values), None))
+                   lambda: engine.call(PathState(envs=[{}]), cls, [], _init_kwargs(cls, values), None),
+                   record_inputs=True)  # fmt: skip
     return [(s, _find_router(s, v, router_cls) or Unknown("the block built no router")) for s, v in built]
 
 
@@ -293,7 +294,11 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         finally:
             engine.budget.pop()
         for p in traced:
-            paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, p.stopped,
+            stopped = p.stopped
+            if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
+                # no kernel and no known result: nothing shows the routing happens downstream
+                stopped = f"the router's forward returned an unknown value: {p.result}"
+            paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, stopped,
                                     p.kernels, tuple(bst.decisions)))  # fmt: skip
     incomplete = tuple(n for n in notes if "did not finish" in n)
     return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),

@@ -42,6 +42,15 @@ def _parsed_summary(text: str) -> ast.expr:
 JOIN_THRESHOLD = 4
 
 
+def _shape(v: Value | None) -> str:
+    """What kind of value a path returned: paths returning different kinds stay apart."""
+    if isinstance(v, Instance):
+        return v.cls.qualname if v.cls is not None else v.label
+    if isinstance(v, Const):
+        return repr(v.value)
+    return type(v).__name__
+
+
 def _digest(v: Value) -> str:
     if isinstance(v, Const):
         return repr(v.value)
@@ -698,7 +707,8 @@ class Engine(StmtMixin):
         for o in returning:
             heap = tuple(sorted((k, tuple(sorted((n, _digest(v)) for n, v in d.items())))
                                 for k, d in o[0].heap.items()))  # fmt: skip
-            key = (tuple(id(h) for h in o[0].sinks), tuple(sorted(o[0].claims.items())), heap)
+            key = (tuple(id(h) for h in o[0].sinks), tuple(sorted(o[0].claims.items())), heap,
+                   _shape(o[2]))  # fmt: skip
             groups.setdefault(key, []).append(o)
         merged: list[Outcome] = []
         for members in groups.values():

@@ -7,13 +7,15 @@ from typing import Any
 
 from routescope.analysis.interp import BudgetExceeded, ExprMixin
 from routescope.analysis.state import PathState
-from routescope.analysis.values import ClassVal, Const, External, Instance, Unknown, Value, truth
+from routescope.analysis.values import (
+    ClassVal, Const, External, FunctionVal, Instance, Unknown, Value, truth,
+)  # fmt: skip
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 
 # More live paths than this after a statement are merged where they reached the same routing
 # kernels: a control-flow join, with the variables they disagree on becoming Unknown.
-MERGE_AT = 8
+MERGE_AT = 24
 
 
 def merge_paths(states: list[PathState], where: str) -> list[PathState]:
@@ -26,29 +28,46 @@ def merge_paths(states: list[PathState], where: str) -> list[PathState]:
     for members in groups.values():
         first = members[0]
         if len(members) > 1:
-            for depth, env in enumerate(first.envs):
-                for name in set().union(*(m.envs[depth].keys() for m in members)):
-                    vals = [m.envs[depth].get(name) for m in members]
-                    if not all(_agree(v, vals[0]) for v in vals):
-                        env[name] = Unknown(f"differs between paths joined at {where}")
-            for key in set().union(*(m.heap.keys() for m in members)):
-                obj = next(m.heap_objs[key] for m in members if key in m.heap_objs)
+            why = f"differs between paths joined at {where}"
+            objs = {k: o for m in members for k, o in m.heap_objs.items()}
+            for key, obj in objs.items():
                 views = [m.fields(obj) for m in members]
-                merged = dict(views[0])
-                for name in set().union(*views):
-                    vals = [v.get(name) for v in views]
-                    if not all(_agree(v, vals[0]) for v in vals):
-                        merged[name] = Unknown(f"differs between paths joined at {where}")
-                first.heap[key] = merged
-                first.heap_objs[key] = obj
+                first.replace_fields(obj, _join_fields(views, members, why, 2))
+            for depth, env in enumerate(first.envs):
+                names = set().union(*(m.envs[depth].keys() for m in members))
+                for name in names:
+                    vals = [m.envs[depth].get(name) for m in members]
+                    env[name] = _join(vals, members, why, 2)
             first.assumptions.append(f"{len(members)} paths joined at {where}")
         out.append(first)
     return out
 
 
+def _join_fields(views: list[dict[str, Value]], members: list[PathState], why: str,
+                 depth: int) -> dict[str, Value]:  # fmt: skip
+    names = set().union(*views)
+    return {n: _join([v.get(n) for v in views], members, why, depth) for n in names}
+
+
+def _join(vals: list[Value | None], members: list[PathState], why: str, depth: int) -> Value:
+    """The join of one variable's values across paths: equal -> kept; objects of one class ->
+    a new object whose fields are joined; anything else -> Unknown."""
+    first = vals[0]
+    if first is not None and all(_agree(v, first) for v in vals):
+        return first
+    if depth > 0 and all(isinstance(v, Instance) and v.cls is not None for v in vals):
+        insts = [v for v in vals if isinstance(v, Instance)]
+        if len({id(i.cls) for i in insts}) == 1:
+            views = [m.fields(i) for m, i in zip(members, insts)]
+            return Instance(insts[0].cls, _join_fields(views, members, why, depth - 1), insts[0].label)
+    return Unknown(why)
+
+
 def _agree(a: Value | None, b: Value | None) -> bool:
     if a is b:
         return True
+    if isinstance(a, FunctionVal) and isinstance(b, FunctionVal):
+        return a.node is b.node  # the same method, bound to objects being joined
     if isinstance(a, Const) and isinstance(b, Const):
         return repr(a.value) == repr(b.value)
     return False

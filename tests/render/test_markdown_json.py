@@ -61,4 +61,6 @@ def test_matrix_links_every_section() -> None:
     ]
     text = render_matrix(docs)
     assert text.count("](#") == 2
+    # GLM-5 on sm120 is decided; DeepSeek-V3 with --quant fp8 forks while fp8 quantization-config
+    # objects are not modelled, so its verdict is undecided rather than guessed
     assert "**insertable**" in text and "**undecided**" in text

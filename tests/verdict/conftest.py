@@ -18,4 +18,5 @@ def report(
     )
     doc = api.inspect(req)
     doc["model"]["ref"] = model  # the absolute checkout path must not leak into snapshots
+    doc["model"]["config_path"] = model
     return doc
