@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -44,6 +45,10 @@ def _jsonable(value: Any) -> bool:
 
 
 def _build(raw: dict[str, Any], routing_path: str) -> dict[str, Any]:
+    # transformers logs advice at import (e.g. that PyTorch is absent, as in the core install);
+    # routescope's own output must stay clean
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     from transformers import CONFIG_MAPPING
 
     model_type = raw.get("model_type")

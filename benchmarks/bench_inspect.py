@@ -1,0 +1,73 @@
+"""Wall time of `routescope inspect`, as a user runs it (a fresh process each time).
+
+Usage: python benchmarks/bench_inspect.py [--runs 5] [--skip-cold] [--python PATH]
+  intake only:   routescope inspect <config.json> --format json
+  with a trace:  routescope inspect <config.json> --framework sglang==V --gpu G --tp 8 --format json
+Cold = an empty ROUTESCOPE_CACHE (the transformers defaults and the framework source are fetched
+and built); warm = the same cache again. Prints a markdown table: median and max seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = [
+    ("intake: GLM-5 config.json", ["examples/configs/zai-org--GLM-5.json"]),
+    ("trace: GLM-5, sglang 0.5.9, sm120", ["examples/configs/zai-org--GLM-5.json",
+                                           "--framework", "sglang==0.5.9", "--gpu", "sm120"]),
+    ("trace: DeepSeek-V3, sglang 0.5.12, sm120", ["examples/configs/deepseek-ai--DeepSeek-V3.json",
+                                                  "--framework", "sglang==0.5.12", "--gpu", "sm120"]),
+    ("trace: Qwen3-30B-A3B, sglang 0.5.9, sm100", ["examples/configs/Qwen--Qwen3-30B-A3B.json",
+                                                   "--framework", "sglang==0.5.9", "--gpu", "sm100"]),
+]  # fmt: skip
+
+
+PYTHON = sys.executable  # --python: another install (the core one has no torch, imports faster)
+
+
+def run(args: list[str], cache: str) -> float:
+    env = dict(os.environ, ROUTESCOPE_CACHE=cache, NO_COLOR="1")
+    cmd = [PYTHON, "-m", "routescope", "inspect", *args, "--tp", "8", "--format", "json"]
+    if "--framework" not in args:
+        cmd = cmd[:-4] + ["--format", "json"]  # intake only: no --tp
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--only", default="", help="run only cases whose name contains this")
+    opts = parser.parse_args()
+    global PYTHON
+    PYTHON = opts.python
+    print("| case | cold (s) | warm median (s) | warm max (s) |")
+    print("|---|---:|---:|---:|")
+    for name, args in CASES:
+        if opts.only not in name:
+            continue
+        with tempfile.TemporaryDirectory() as cache:
+            cold = "-" if opts.skip_cold else f"{run(args, cache):.2f}"
+            if opts.skip_cold:
+                run(args, cache)  # fill the cache
+            warm = [run(args, cache) for _ in range(opts.runs)]
+        print(f"| {name} | {cold} | {statistics.median(warm):.2f} | {max(warm):.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
