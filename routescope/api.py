@@ -69,7 +69,9 @@ def inspect(req: InspectRequest) -> dict[str, Any]:
     else:
         m = _FRAMEWORK.match(req.framework or "")
         if m is None:
-            raise RoutescopeError(f"--framework {req.framework}", "expected NAME==VERSION, e.g. sglang==0.5.23")
+            raise RoutescopeError(
+                f"--framework {req.framework}", "expected NAME==VERSION, e.g. sglang==0.5.23"
+            )
         name, version = m.group(1).lower(), m.group(2)
         rules = load_framework(name)  # unknown framework: fail before any download
         tree = open_source(f"{rules.data['distribution']}=={version}", offline=req.offline)
@@ -77,6 +79,8 @@ def inspect(req: InspectRequest) -> dict[str, Any]:
     server_args = dict(req.server_args)
     if req.ep is not None:
         server_args.setdefault("ep_size", req.ep)
-    dep = Deployment(gpu=gpu, tp=req.tp, quant=req.quant, server_args=server_args, env=dict(req.env))
+    dep = Deployment(
+        gpu=gpu, tp=req.tp, quant=req.quant, server_args=server_args, env=dict(req.env)
+    )
     dispatch = trace_dispatch(Index(tree), rules, spec, dep, version, tree.origin)
     return build_report(spec, dep, dispatch)

@@ -48,9 +48,16 @@ def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
         "outcome": p.outcome,
         "stopped": p.stopped or None,
         "equivalent_paths": also,
-        "frames": [{"function": f.function, "file": f.file, "line": f.line,
-                    "called_at": f"{f.call_file}:{f.call_line}" if f.call_file else None,
-                    "decorators": list(f.decorators)} for f in p.frames],  # fmt: skip
+        "frames": [
+            {
+                "function": f.function,
+                "file": f.file,
+                "line": f.line,
+                "called_at": f"{f.call_file}:{f.call_line}" if f.call_file else None,
+                "decorators": list(f.decorators),
+            }
+            for f in p.frames
+        ],
         "decisions": [_decision(d) for d in p.decisions],
         "setup_decisions": [_decision(d) for d in _dedupe(p.setup)],
     }
@@ -127,7 +134,8 @@ def build_report(spec: RoutingSpec, dep: Deployment | None = None,
             "gpu": {"family": g.family, "device": g.device, "name": g.device_name,
                     "capability": list(g.capability)},
             "tp": dep.tp, "quant": dep.quant or spec.quantization.value or "bf16",
-            "server_args": dict(sorted(dep.server_args.items())), "env": dict(sorted(dep.env.items())),
+            "server_args": dict(sorted(dep.server_args.items())),
+            "env": dict(sorted(dep.env.items())),
         }  # fmt: skip
         doc["dispatch"] = dispatch_dict(dispatch)
         from routescope.verdict import build_verdict

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from routescope.analysis.values import (
-    ClassVal, Const, EnumMember, External, FunctionVal, Instance, ModuleVal, Tensor, Unknown,
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    FunctionVal,
+    Instance,
+    ModuleVal,
+    Tensor,
+    Unknown,
     Value,
 )  # fmt: skip
 
-_PURE = {
+_PURE: dict[str, Callable[..., Any]] = {
     "len": len, "int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
     "list": list, "min": min, "max": max, "abs": abs, "any": any, "all": all, "sorted": sorted,
     "round": round, "divmod": divmod, "sum": sum, "range": range, "set": set,
@@ -89,7 +98,12 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
     fn = _PURE.get(name)
     if fn is None:
         return None
-    if name == "len" and args and isinstance(args[0], Instance) and args[0].label in ("tuple", "dict"):
+    if (
+        name == "len"
+        and args
+        and isinstance(args[0], Instance)
+        and args[0].label in ("tuple", "dict")
+    ):
         return Const(len(args[0].fields))
     if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):
         if name in ("int", "float", "bool", "str") and args and isinstance(args[0], Tensor):
@@ -99,7 +113,9 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
         result = fn(*(a.value for a in args), **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
     except Exception as exc:
         return Unknown(f"{name}() raised {type(exc).__name__}")
-    if isinstance(result, (range, zip, enumerate, map, filter)) or type(result).__name__.endswith("iterator"):
+    if isinstance(result, (range, zip, enumerate, map, filter)) or type(result).__name__.endswith(
+        "iterator"
+    ):
         result = tuple(result)
     return Const(result, _origins(args))
 
@@ -107,7 +123,11 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
 def _special(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
     if name == "map" and len(args) == 2 and isinstance(args[1], Const):
         fn = args[0]
-        if isinstance(fn, External) and fn.name in _PURE and isinstance(args[1].value, (list, tuple)):
+        if (
+            isinstance(fn, External)
+            and fn.name in _PURE
+            and isinstance(args[1].value, (list, tuple))
+        ):
             return _map(fn.name, args[1])
     if name == "print":
         return Const(None)

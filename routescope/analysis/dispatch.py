@@ -15,7 +15,15 @@ from routescope.analysis.model import ModelSite, find_block, find_model_class
 from routescope.analysis.state import PathState
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
 from routescope.analysis.values import (
-    ClassVal, Const, EnumMember, FunctionVal, Instance, Tensor, Unknown, Value, describe,
+    ClassVal,
+    Const,
+    EnumMember,
+    FunctionVal,
+    Instance,
+    Tensor,
+    Unknown,
+    Value,
+    describe,
 )  # fmt: skip
 from routescope.errors import RoutescopeError
 from routescope.hardware import GpuProfile
@@ -96,8 +104,12 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
             if not isinstance(method, FunctionVal):
                 notes.append(f"server-argument step {step} is absent in this version")
                 continue
-            outs = _phase(engine, PHASE_SECONDS["server_args"], f"server-argument step {step}",
-                          lambda m=method: engine.call(PathState(envs=[{}]), m.bind(inst), [], {}, None))  # fmt: skip
+            outs = _phase(
+                engine,
+                PHASE_SECONDS["server_args"],
+                f"server-argument step {step}",
+                lambda m=method, i=inst: engine.call(PathState(envs=[{}]), m.bind(i), [], {}, None),
+            )
             stopped = next((s.stopped for s, _ in outs if s.stopped), "")
             if stopped:
                 notes.append(f"server-argument step {step} did not finish: {stopped}")
@@ -147,9 +159,18 @@ def _settle(inst: Instance, states: list[PathState], notes: list[str], step: str
             isinstance(v, Const) and isinstance(first, Const) and repr(v.value) == repr(first.value)
             for v in vals
         )
-        merged[key] = first if same and first is not None else Unknown(
-            f"server argument {key} depends on conditions in {step} the facts do not decide")
-    changed = [k for k in merged if isinstance(merged[k], Unknown) and not isinstance(inst.fields.get(k), Unknown)]
+        merged[key] = (
+            first
+            if same and first is not None
+            else Unknown(
+                f"server argument {key} depends on conditions in {step} the facts do not decide"
+            )
+        )
+    changed = [
+        k
+        for k in merged
+        if isinstance(merged[k], Unknown) and not isinstance(inst.fields.get(k), Unknown)
+    ]
     if changed:
         notes.append(f"{step}: undecided for {', '.join(sorted(changed)[:6])}")
     inst.fields.clear()
@@ -174,14 +195,21 @@ def _router_state(st: PathState, router: Value) -> RouterState | None:
         return None
     settings: dict[str, tuple[str, tuple[str, ...]]] = {}
     for name, v in st.fields(router).items():
-        inner = st.fields(v).items() if isinstance(v, Instance) and v.cls is not None else [(name, v)]
+        inner = (
+            st.fields(v).items() if isinstance(v, Instance) and v.cls is not None else [(name, v)]
+        )
         for key, val in inner:
             if isinstance(val, (Const, EnumMember, Unknown, Tensor)):
-                settings[key] = (describe(val) if not isinstance(val, Tensor) else "tensor", val.origins)
+                settings[key] = (
+                    describe(val) if not isinstance(val, Tensor) else "tensor",
+                    val.origins,
+                )
     return RouterState(settings)
 
 
-def _find_router(st: PathState, obj: Value, router_cls: ClassVal, depth: int = 3) -> Instance | None:
+def _find_router(
+    st: PathState, obj: Value, router_cls: ClassVal, depth: int = 3
+) -> Instance | None:
     """The router op nearest to the built object (breadth-first over fields), so the block's
     own router wins over one its experts keep."""
     level: list[Value] = [obj]
@@ -205,7 +233,7 @@ def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
     a = node.args
     params = [*a.posonlyargs, *a.args][1:]
     required = params[: len(params) - len(a.defaults)]
-    required += [p for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    required += [p for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
     return [p.arg for p in required if p.arg not in given]
 
 
@@ -218,10 +246,17 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
         parent = resolve_entry_qual(engine, site.chain[-2])
         if isinstance(parent, ClassVal) and parent is not site.model_class:
             cls = parent
-    built = _phase(engine, PHASE_SECONDS["block"], f"building {cls.qualname}",
-                   lambda: engine.call(PathState(envs=[{}]), cls, [], _init_kwargs(cls, values), None),
-                   record_inputs=True)  # fmt: skip
-    return [(s, _find_router(s, v, router_cls) or Unknown("the block built no router")) for s, v in built]
+    built = _phase(
+        engine,
+        PHASE_SECONDS["block"],
+        f"building {cls.qualname}",
+        lambda: engine.call(PathState(envs=[{}]), cls, [], _init_kwargs(cls, values), None),
+        record_inputs=True,
+    )
+    return [
+        (s, _find_router(s, v, router_cls) or Unknown("the block built no router"))
+        for s, v in built
+    ]
 
 
 def resolve_entry_qual(engine: Engine, qualname: str) -> Value:
@@ -236,14 +271,20 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
     engine.not_built = {c for c in chain if isinstance(c, ClassVal)} | {site.block_class}
     try:
         kwargs = _init_kwargs(site.model_class, values)
-        outs = _phase(engine, PHASE_SECONDS["model"], "the model's constructor",
-                      lambda: engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None))
+        outs = _phase(
+            engine,
+            PHASE_SECONDS["model"],
+            "the model's constructor",
+            lambda: engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None),
+        )
         stopped = [s.stopped for s, _ in outs if s.stopped]
         if stopped:
             notes.append(f"the model's constructor did not finish: {stopped[0]}")
         server_args = engine.facts.bindings.get("server_args")
         if isinstance(server_args, Instance):
-            _settle(server_args, [s for s, _ in outs if not s.stopped], notes, "the model's constructor")
+            _settle(
+                server_args, [s for s, _ in outs if not s.stopped], notes, "the model's constructor"
+            )
     finally:
         engine.not_built = set()
 
@@ -268,7 +309,9 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     quant = dep.quant or spec.quantization.value
     quant_config: Value = Const(None, ("unquantized checkpoint",)) if quant in (None, "bf16") else \
         Unknown(f"quantization config objects ({quant}) are not modelled yet")  # fmt: skip
-    layer = spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
+    layer = (
+        spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
+    )
     values: dict[str, Value] = {
         "config": config,
         "quant_config": quant_config,
@@ -287,7 +330,9 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         router_state = router_state or _router_state(bst, router)
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
-        logits = Tensor((Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32")
+        logits = Tensor(
+            (Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32"
+        )
         engine.budget.push(PHASE_SECONDS["trace"], "the decode trace exceeded its budget")
         try:
             traced = trace_call(engine, fn, [Tensor(), logits], {}, start=bst)

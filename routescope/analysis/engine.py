@@ -9,22 +9,37 @@ from __future__ import annotations
 import ast
 import functools
 import time
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from routescope.analysis.builtins import BoundConst, builtin_names, call_bound_const, call_builtin, const_attribute
+from routescope.analysis.builtins import (
+    BoundConst,
+    builtin_names,
+    call_bound_const,
+    call_builtin,
+    const_attribute,
+)
 from routescope.analysis.facts import Facts
 from routescope.analysis.interp import Budget, BudgetExceeded, Paths, merge_origins
 from routescope.analysis.state import Frame, PathState, SinkHit
 from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin
 from routescope.analysis.values import (
-    ClassVal, Const, EnumMember, External, FunctionVal, Instance, ModuleVal, Tensor, Unknown,
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    FunctionVal,
+    Instance,
+    ModuleVal,
+    Tensor,
+    Unknown,
     Value,
 )  # fmt: skip
 
 _BUILTINS = builtin_names() | {
     "None", "True", "False", "Exception", "ImportError", "ModuleNotFoundError", "ValueError",
-    "RuntimeError", "AssertionError", "KeyError", "TypeError", "AttributeError", "NotImplementedError",
-    "property", "staticmethod", "classmethod", "NotImplemented", "OSError", "__name__",
+    "RuntimeError", "AssertionError", "KeyError", "TypeError", "AttributeError",
+    "NotImplementedError", "property", "staticmethod", "classmethod", "NotImplemented", "OSError",
+    "__name__",
 }  # fmt: skip
 
 
@@ -125,7 +140,9 @@ class Engine(StmtMixin):
         mod = ModuleVal(name, {"__name__": Const(name)}, info.relpath)
         self.modules[name] = mod
         if info.tree is None:
-            mod.globals["__unparseable__"] = Unknown(f"{info.relpath} does not parse: {info.unparseable}")
+            mod.globals["__unparseable__"] = Unknown(
+                f"{info.relpath} does not parse: {info.unparseable}"
+            )
             return mod
         self._lines[info.relpath] = info.lines
         self.loading.add(name)
@@ -246,8 +263,8 @@ class Engine(StmtMixin):
         if isinstance(hook, FunctionVal) and name not in self._in_module_getattr:
             self._in_module_getattr.add(name)  # PEP 562 lazy attributes (current_platform)
             try:
-                got = [v for _s, k, v in self._invoke(PathState(envs=[{}]), hook, [Const(name)], {}, None)
-                       if k == "return" and v is not None]  # fmt: skip
+                outs = self._invoke(PathState(envs=[{}]), hook, [Const(name)], {}, None)
+                got = [v for _s, k, v in outs if k == "return" and v is not None]
             finally:
                 self._in_module_getattr.discard(name)
             if len(got) == 1:
@@ -310,9 +327,16 @@ class Engine(StmtMixin):
             if obj.cls is not None:
                 found = obj.cls.lookup(name)
                 if isinstance(found, FunctionVal):
-                    if "property" in found.decorators or any(d.endswith(".getter") or d == "cached_property" or d.endswith("cached_property") for d in found.decorators):
+                    if "property" in found.decorators or any(
+                        d.endswith(".getter")
+                        or d == "cached_property"
+                        or d.endswith("cached_property")
+                        for d in found.decorators
+                    ):
                         got = self._invoke(st, found.bind(obj), [], {}, None)
-                        return [(s, v if k != "raise" else Unknown(f"{found.qualname} raised"))
+                        # a returned value is never None (only "normal" ends carry None)
+                        return [(s, cast(Value, v) if k != "raise"
+                                 else Unknown(f"{found.qualname} raised"))
                                 for s, k, v in got]  # fmt: skip
                     if "staticmethod" in found.decorators:
                         return [(st, found)]
@@ -322,7 +346,14 @@ class Engine(StmtMixin):
                 if found is not None:
                     return [(st, found)]
                 if obj.cls.external_bases():
-                    return [(st, Unknown(f"{obj.label or obj.cls.qualname}.{name} (from an external base)"))]
+                    return [
+                        (
+                            st,
+                            Unknown(
+                                f"{obj.label or obj.cls.qualname}.{name} (from an external base)"
+                            ),
+                        )
+                    ]
             label = obj.label or (obj.cls.qualname if obj.cls else "object")
             return [(st, Unknown(f"{label} has no attribute {name}"))]
         if isinstance(obj, ClassVal):
@@ -376,9 +407,7 @@ class Engine(StmtMixin):
             val = self._resolve(results[0][1]) if results else None
             if isinstance(val, External):
                 names.append(val.name.removeprefix("builtins."))
-            elif isinstance(val, FunctionVal):
-                names.append(val.qualname)
-            elif isinstance(val, ClassVal):
+            elif isinstance(val, (FunctionVal, ClassVal)):
                 names.append(val.qualname)
             else:
                 names.append(self.source_text(head))
@@ -388,8 +417,14 @@ class Engine(StmtMixin):
         mod = self.ctx[-1].module
         owner_prefix = self.ctx[-1].prefix
         qual = f"{mod.name}:{owner_prefix}{node.name}"
-        closure = dict(st.env) if len(st.envs) > 1 or owner_prefix == "" and st.env is not mod.globals else None
-        fn = FunctionVal(qual, node, mod, self._decorator_names(st, node.decorator_list), closure=closure)
+        closure = (
+            dict(st.env)
+            if len(st.envs) > 1 or (owner_prefix == "" and st.env is not mod.globals)
+            else None
+        )
+        fn = FunctionVal(
+            qual, node, mod, self._decorator_names(st, node.decorator_list), closure=closure
+        )
         fn.origins = (f"{mod.relpath}:{node.lineno}",)
         return fn
 
@@ -402,8 +437,8 @@ class Engine(StmtMixin):
         prefix = self.ctx[-1].prefix
         cls = ClassVal(f"{mod.name}:{prefix}{node.name}", node, mod, tuple(bases),
                        decorators=self._decorator_names(st, node.decorator_list))  # fmt: skip
-        cls.is_enum = any(isinstance(b, External) and b.name.startswith("enum.") or
-                          isinstance(b, ClassVal) and b.is_enum for b in bases)  # fmt: skip
+        cls.is_enum = any((isinstance(b, External) and b.name.startswith("enum.")) or
+                          (isinstance(b, ClassVal) and b.is_enum) for b in bases)  # fmt: skip
         body_st = PathState(envs=[*st.envs, {}])
         outer = self.ctx[-1]
         self.ctx.append(_Ctx(mod, outer.file, outer.function, f"{prefix}{node.name}."))
@@ -480,7 +515,8 @@ class Engine(StmtMixin):
             return self._call_external(st, fn, args, kwargs, node)
         if isinstance(fn, FunctionVal):
             outs = self.join(fn.qualname, self._invoke(st, fn, args, kwargs, node))
-            return [(s, v if k in ("return", "normal") else Unknown(f"raised {v}"))
+            # _invoke turns "normal" ends into returns of Const(None): no value here is None
+            return [(s, cast(Value, v) if k in ("return", "normal") else Unknown(f"raised {v}"))
                     for s, k, v in outs if k != "raise"] or \
                    [(st, Unknown(f"{fn.qualname} always raises"))]  # fmt: skip
         if isinstance(fn, ClassVal):
@@ -501,13 +537,17 @@ class Engine(StmtMixin):
         if name == "routescope.namespace":  # summaries build plain objects with it
             return [(st, Instance(None, dict(kwargs), "object"))]
         if name in _IDENTITY_DECORATORS:
-            fn_args = [a for a in args if isinstance(self._resolve(a), (FunctionVal, _Partial, ClassVal))]
+            fn_args = [
+                a for a in args if isinstance(self._resolve(a), (FunctionVal, _Partial, ClassVal))
+            ]
             return [(st, fn_args[0] if fn_args else External(f"{name}#decorator"))]
         if name.endswith("#decorator") and len(args) == 1:
             return [(st, args[0])]
         if name == "functools.partial" and args:
             return [(st, _Partial(self._resolve(args[0]), list(args[1:]), dict(kwargs)))]
-        if name in ("re.match", "re.search", "re.fullmatch") and all(isinstance(a, Const) for a in args):
+        if name in ("re.match", "re.search", "re.fullmatch") and all(
+            isinstance(a, Const) for a in args
+        ):
             import re as _re
 
             try:
@@ -523,7 +563,9 @@ class Engine(StmtMixin):
             return [(st, builtin)]
         rule = self.facts.sink_for_external(name)
         if rule is not None:
-            return [(st, self._hit_sink(st, name, rule.kind, rule.id, node, [*args, *kwargs.values()]))]
+            return [
+                (st, self._hit_sink(st, name, rule.kind, rule.id, node, [*args, *kwargs.values()]))
+            ]
         if name.startswith(_NON_TENSOR_TORCH):
             return [(st, Unknown(f"result of {name}()"))]
         if name.startswith("torch.") or name.startswith("triton"):
@@ -544,7 +586,9 @@ class Engine(StmtMixin):
                         known = self.facts.attributes.get(f"hasattr({full})")
                         out.append((s, known or Unknown(f"hasattr({full})")))
                     else:
-                        out.append((s, Const(not missing) if missing or not isinstance(v, Unknown) else v))
+                        out.append(
+                            (s, Const(not missing) if missing or not isinstance(v, Unknown) else v)
+                        )
                 else:
                     out.append((s, args[2] if missing and len(args) > 2 else v))
             return out
@@ -560,9 +604,16 @@ class Engine(StmtMixin):
             if isinstance(a, Const):
                 return [(st, Const(callable(a.value)))]
             if isinstance(a, Instance) and a.cls is not None:
-                return [(st, Const(a.cls.lookup("__call__") is not None or bool(a.cls.external_bases())))]
-        if name == "dict" and (not args or isinstance(args[0], Instance) and args[0].label == "dict"):
-            fields = dict(args[0].fields) if args else {}  # type: ignore[union-attr]
+                return [
+                    (
+                        st,
+                        Const(a.cls.lookup("__call__") is not None or bool(a.cls.external_bases())),
+                    )
+                ]
+        if name == "dict" and (
+            not args or (isinstance(args[0], Instance) and args[0].label == "dict")
+        ):
+            fields = dict(args[0].fields) if args and isinstance(args[0], Instance) else {}
             fields.update({repr(k): v for k, v in kwargs.items()})
             return [(st, Instance(None, fields, "dict"))]
         if name == "type" and len(args) == 1:
@@ -578,7 +629,7 @@ class Engine(StmtMixin):
         if owner is None:
             return Unknown("super() without a class")
         mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
-        rest = mro[mro.index(owner) + 1:] if owner in mro else []
+        rest = mro[mro.index(owner) + 1 :] if owner in mro else []
         proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))
         return _SuperProxy(proxy, receiver)
 
@@ -626,8 +677,9 @@ class Engine(StmtMixin):
         inst = Instance(cls, {}, cls.qualname.split(":")[-1])
         if cls in self.not_built:
             return [(st, inst)]  # built separately (the model body while running the model's init)
-        if any(d.endswith("dataclass") or d.endswith("dataclasses.dataclass") for d in cls.decorators) or \
-                any(d.endswith("NamedTuple") for d in cls.external_bases()):  # fmt: skip
+        if any(
+            d.endswith("dataclass") or d.endswith("dataclasses.dataclass") for d in cls.decorators
+        ) or any(d.endswith("NamedTuple") for d in cls.external_bases()):
             self._dataclass_init(cls, inst, args, kwargs)
             post = cls.lookup("__post_init__")
             if isinstance(post, FunctionVal):
@@ -656,7 +708,9 @@ class Engine(StmtMixin):
                 if isinstance(default, _Factory):
                     made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
                     inst.fields[name] = made[0][1] if len(made) == 1 else Unknown(f"{name} factory")
-                elif isinstance(default, Const) or default is not None and not isinstance(default, FunctionVal):
+                elif isinstance(default, Const) or (
+                    default is not None and not isinstance(default, FunctionVal)
+                ):
                     inst.fields[name] = default
                 else:
                     inst.fields[name] = Unknown(f"dataclass field {name} without default")
@@ -669,7 +723,11 @@ class Engine(StmtMixin):
             return arg
         if isinstance(arg, Const):
             for m in cls.attrs.values():
-                if isinstance(m, EnumMember) and isinstance(m.value, Const) and m.value.value == arg.value:
+                if (
+                    isinstance(m, EnumMember)
+                    and isinstance(m.value, Const)
+                    and m.value.value == arg.value
+                ):
                     return EnumMember(m.cls, m.name, Const(m.value.value, arg.origins))
             return Unknown(f"{cls.qualname} has no member with value {arg.value!r}")
         return Unknown(f"{cls.qualname}(unknown)", arg.origins)
@@ -692,11 +750,17 @@ class Engine(StmtMixin):
             before = len(st.decisions)
             result = self._invoke_uncached(st, fn, args, kwargs, node)
             if len(result) == 1 and result[0][1] == "return" and result[0][0] is st:
-                self._memo[memo_key] = (result[0][2] or Const(None), st.decisions[before:], fn.bound)
+                self._memo[memo_key] = (
+                    result[0][2] or Const(None),
+                    st.decisions[before:],
+                    fn.bound,
+                )
             return result
         return self._invoke_uncached(st, fn, args, kwargs, node)
 
-    def join(self, where: str, outs: list[Outcome], threshold: int = JOIN_THRESHOLD) -> list[Outcome]:
+    def join(
+        self, where: str, outs: list[Outcome], threshold: int = JOIN_THRESHOLD
+    ) -> list[Outcome]:
         """Merge the returning paths of a call when they reached the same routing kernels: the
         forks inside it did not change what routes, so one path (values joined) stands for all.
         Paths that reached different kernels are kept apart: they are the answer."""
@@ -721,18 +785,34 @@ class Engine(StmtMixin):
             merged.append((first_state, "return", value))
         return merged + [o for o in outs if o not in returning]
 
-    def _memo_key(self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]) -> tuple[Any, ...] | None:
+    def _memo_key(
+        self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]
+    ) -> tuple[Any, ...] | None:
         """functools-cached functions of known arguments are evaluated once per engine."""
         if not any("cache" in d.rsplit(".", 1)[-1].rsplit(":", 1)[-1] for d in fn.decorators):
             return None
         vals = [*args, *kwargs.values()]
-        if not all(isinstance(v, Const) and isinstance(v.value, (int, float, str, bool, type(None), tuple)) for v in vals):
+        if not all(
+            isinstance(v, Const) and isinstance(v.value, (int, float, str, bool, type(None), tuple))
+            for v in vals
+        ):
             return None
-        return (fn.qualname, id(fn.bound), tuple(repr(v.value) for v in args),  # type: ignore[attr-defined]
-                tuple(sorted((k, repr(v.value)) for k, v in kwargs.items())))  # type: ignore[attr-defined]
+        return (
+            fn.qualname,
+            id(fn.bound),
+            # every argument is a Const (checked above): the filters drop nothing
+            tuple(repr(v.value) for v in args if isinstance(v, Const)),
+            tuple(sorted((k, repr(v.value)) for k, v in kwargs.items() if isinstance(v, Const))),
+        )
 
-    def _invoke_uncached(self, st: PathState, fn: FunctionVal, args: list[Value],
-                         kwargs: dict[str, Value], node: ast.AST | None) -> list[Outcome]:  # fmt: skip
+    def _invoke_uncached(
+        self,
+        st: PathState,
+        fn: FunctionVal,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST | None,
+    ) -> list[Outcome]:
         summary = self.facts.summaries.get(fn.qualname)
         if summary is not None:
             return [(s, "return", v) for s, v in self._summary(st, fn, summary)]
@@ -758,7 +838,7 @@ class Engine(StmtMixin):
         stack.append((fn.bound, fn.owner or self._owner_of(fn)))
         self._self_stack = stack
         try:
-            outcomes = self.exec_block(st, list(fn.node.body))  # type: ignore[arg-type]
+            outcomes = self.exec_block(st, list(fn.node.body))
         except BudgetExceeded as exc:
             st.stopped = str(exc)
             outcomes = [(st, "stop", Unknown(str(exc)))]
@@ -783,7 +863,10 @@ class Engine(StmtMixin):
         recv = fn.bound
         if isinstance(recv, Instance) and recv.cls is not None:
             for c in recv.cls.mro():
-                if any(v is fn or (isinstance(v, FunctionVal) and v.node is fn.node) for v in c.attrs.values()):
+                if any(
+                    v is fn or (isinstance(v, FunctionVal) and v.node is fn.node)
+                    for v in c.attrs.values()
+                ):
                     return c
         if isinstance(recv, ClassVal):
             return recv
@@ -801,11 +884,13 @@ class Engine(StmtMixin):
         finally:
             self.ctx.pop()
         for s, _v in out:
-            if s.envs and s.envs[-1] is env or len(s.envs) > 1:
+            if (s.envs and s.envs[-1] is env) or len(s.envs) > 1:
                 s.envs.pop()
         return out
 
-    def _bind(self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]) -> dict[str, Value]:
+    def _bind(
+        self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]
+    ) -> dict[str, Value]:
         node = fn.node
         a = node.args
         params = [*a.posonlyargs, *a.args]
@@ -828,7 +913,7 @@ class Engine(StmtMixin):
                     env[p.arg] = self._default(mod_state, defaults[i - first_default], fn, p.arg)
                 else:
                     env[p.arg] = Unknown(f"argument {p.arg} not given")
-            for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
                 if p.arg in kwargs:
                     env[p.arg] = kwargs[p.arg]
                 elif d is not None:
@@ -836,8 +921,10 @@ class Engine(StmtMixin):
                 else:
                     env[p.arg] = Unknown(f"argument {p.arg} not given")
             if a.vararg:
-                extra = positional[len(params):]
-                env[a.vararg.arg] = Instance(None, {str(i): v for i, v in enumerate(extra)}, "tuple")
+                extra = positional[len(params) :]
+                env[a.vararg.arg] = Instance(
+                    None, {str(i): v for i, v in enumerate(extra)}, "tuple"
+                )
             if a.kwarg:
                 known = {p.arg for p in [*params, *a.kwonlyargs]}
                 rest = {repr(k): v for k, v in kwargs.items() if k not in known}
@@ -857,7 +944,13 @@ class Engine(StmtMixin):
         if handler.type is None:
             return True
         wanted = self.source_text(handler.type)
-        name = exc.name if isinstance(exc, External) else exc.qualname if isinstance(exc, ClassVal) else ""
+        name = (
+            exc.name
+            if isinstance(exc, External)
+            else exc.qualname
+            if isinstance(exc, ClassVal)
+            else ""
+        )
         if isinstance(exc, Instance) and exc.cls is not None:
             name = exc.cls.qualname
         if not name:
@@ -865,14 +958,13 @@ class Engine(StmtMixin):
         short = name.split(".")[-1].split(":")[-1]
         if short in wanted or "Exception" in wanted or "BaseException" in wanted:
             return True
-        if short == "ModuleNotFoundError" and "ImportError" in wanted:
-            return True
-        return False
+        return short == "ModuleNotFoundError" and "ImportError" in wanted
 
 
 # torch namespaces whose calls answer questions about the platform rather than make tensors
 _NON_TENSOR_TORCH = ("torch.cuda.", "torch._C.", "torch.version", "torch.backends.",
-                     "torch.distributed.", "torch.compiler.", "torch._dynamo.", "torch.library.")  # fmt: skip
+                     "torch.distributed.", "torch.compiler.", "torch._dynamo.",
+                     "torch.library.")  # fmt: skip
 
 
 def _tensors(vals: list[Value], depth: int = 2) -> list[Tensor]:
@@ -889,14 +981,14 @@ def _producer_of(vals: list[Value], claims: dict[int, SinkHit]) -> SinkHit | Non
     for t in _tensors(vals):
         found = t.producer or claims.get(id(t))
         if found is not None:
-            return found  # type: ignore[no-any-return]
+            return found
     return None
 
 
 def routing_producer(result: Value, claims: dict[int, SinkHit], depth: int = 3) -> SinkHit | None:
     """The sink that produced the first routing tensor found in a returned value."""
     if isinstance(result, Tensor):
-        return result.producer or claims.get(id(result))  # type: ignore[no-any-return]
+        return result.producer or claims.get(id(result))
     if isinstance(result, Instance) and depth > 0:
         for v in result.fields.values():
             found = routing_producer(v, claims, depth - 1)
@@ -938,7 +1030,13 @@ class _LazyName(Value):
             return Unknown(f"module {self.module} not found")
         if self.name in mod.globals:
             v = mod.globals[self.name]
-            return v if not (isinstance(v, _LazyName) and v.module == self.module and v.name == self.name) else Unknown("cycle")
+            return (
+                v
+                if not (
+                    isinstance(v, _LazyName) and v.module == self.module and v.name == self.name
+                )
+                else Unknown("cycle")
+            )
         sub = f"{self.module}.{self.name}"
         if self.engine.index.has_module(sub):
             return _LazyModule(self.engine, sub).resolve()
@@ -1003,7 +1101,7 @@ class _DictMethod(Value):
         if self.name == "values":
             return Instance(None, {str(i): v for i, v in enumerate(f.values())}, "tuple")
         if self.name == "items":
-            pairs = {str(i): Instance(None, {"0": _key_value(k), "1": v}, "tuple")
+            pairs: dict[str, Value] = {str(i): Instance(None, {"0": _key_value(k), "1": v}, "tuple")
                      for i, (k, v) in enumerate(f.items())}  # fmt: skip
             return Instance(None, pairs, "tuple")
         return Unknown(f"dict.{self.name}()")

@@ -21,9 +21,7 @@ class SinkRule:
         return bool(self.external) and fnmatch.fnmatchcase(name, self.external)
 
     def matches_decorator(self, names: tuple[str, ...]) -> bool:
-        return bool(self.decorator) and any(
-            fnmatch.fnmatchcase(d, self.decorator) for d in names
-        )
+        return bool(self.decorator) and any(fnmatch.fnmatchcase(d, self.decorator) for d in names)
 
 
 @dataclass

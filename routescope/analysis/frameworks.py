@@ -39,7 +39,9 @@ def load_framework(name: str) -> FrameworkRules:
     if not path.is_file():
         known = sorted(p.stem for p in (rules_dir() / "frameworks").glob("*.toml")
                        if not p.stem.endswith(".seeds"))  # fmt: skip
-        raise RoutescopeError(f"--framework {name}", f"no rules for this framework; known: {', '.join(known)}")
+        raise RoutescopeError(
+            f"--framework {name}", f"no rules for this framework; known: {', '.join(known)}"
+        )
     data = load_rule_file(path, "framework")
     return FrameworkRules(data["id"], f"rules/frameworks/{path.name}", data)
 

@@ -16,8 +16,18 @@ from routescope.analysis.builtins import call_builtin, const_attribute
 from routescope.analysis.facts import Facts
 from routescope.analysis.state import Decision, Input, Part, PathState
 from routescope.analysis.values import (
-    ClassVal, Const, EnumMember, External, FunctionVal, Instance, ModuleVal, Tensor, Unknown,
-    Value, describe, truth,
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    FunctionVal,
+    Instance,
+    ModuleVal,
+    Tensor,
+    Unknown,
+    Value,
+    describe,
+    truth,
 )  # fmt: skip
 
 Paths = list[tuple[PathState, Value]]
@@ -86,14 +96,26 @@ class ExprMixin:
     facts: Facts
     budget: Budget
 
-    # provided by the engine
-    def call(self, st: PathState, fn: Value, args: list[Value], kwargs: dict[str, Value],
-             node: ast.AST) -> Paths: ...  # fmt: skip
-    def attribute(self, st: PathState, obj: Value, name: str) -> Paths: ...
-    def lookup_name(self, st: PathState, name: str) -> Value: ...
-    def current_file(self) -> str: ...
-    def current_function(self) -> str: ...
-    def source_text(self, node: ast.AST) -> str: ...
+    # provided by the engine (Engine overrides every one of these)
+    def call(
+        self, st: PathState, fn: Value, args: list[Value], kwargs: dict[str, Value], node: ast.AST
+    ) -> Paths:
+        raise NotImplementedError
+
+    def attribute(self, st: PathState, obj: Value, name: str) -> Paths:
+        raise NotImplementedError
+
+    def lookup_name(self, st: PathState, name: str) -> Value:
+        raise NotImplementedError
+
+    def current_file(self) -> str:
+        raise NotImplementedError
+
+    def current_function(self) -> str:
+        raise NotImplementedError
+
+    def source_text(self, node: ast.AST) -> str:
+        raise NotImplementedError
 
     def ev(self, st: PathState, node: ast.expr) -> Paths:
         self.budget.check_time()
@@ -113,7 +135,11 @@ class ExprMixin:
                         if isinstance(v, Instance) and v.label == "tuple":
                             nxt.append((s2, [*vals, *v.fields.values()]))
                             continue
-                        items = v.value if isinstance(v, Const) and isinstance(v.value, (tuple, list)) else None
+                        items = (
+                            v.value
+                            if isinstance(v, Const) and isinstance(v.value, (tuple, list))
+                            else None
+                        )
                         if items is None:
                             nxt.append((s2, [*vals, Unknown("starred argument")]))
                         else:
@@ -181,9 +207,9 @@ class ExprMixin:
             return [(st, Unknown("dict with ** unpacking"))]
         out: Paths = []
         for s, vals in self.ev_seq(st, [*keys, *node.values]):
-            ks, vs = vals[: len(keys)], vals[len(keys):]
+            ks, vs = vals[: len(keys)], vals[len(keys) :]
             if all(isinstance(k, Const) for k in ks):
-                fields = {repr(k.value): v for k, v in zip(ks, vs)}  # type: ignore[attr-defined]
+                fields = {repr(k.value): v for k, v in zip(ks, vs, strict=False)}  # type: ignore[attr-defined]
                 inst = Instance(None, fields, "dict")
                 out.append((s, inst))
             else:
@@ -201,9 +227,10 @@ class ExprMixin:
                 except Exception as exc:
                     out.append((s, Unknown(f"{type(exc).__name__} in {self.source_text(node)}")))
                     continue
-            if isinstance(a, Tensor) or isinstance(b, Tensor):
-                t = a if isinstance(a, Tensor) else b
-                out.append((s, Tensor(producer=t.producer)))  # type: ignore[union-attr]
+            if isinstance(a, Tensor):
+                out.append((s, Tensor(producer=a.producer)))
+            elif isinstance(b, Tensor):
+                out.append((s, Tensor(producer=b.producer)))
             else:
                 out.append((s, _unknown_from(f"{self.source_text(node)}", a, b)))
         return out
@@ -213,9 +240,15 @@ class ExprMixin:
         for s, v in self.ev(st, node.operand):
             if isinstance(node.op, ast.Not):
                 t = truth(v)
-                out.append((s, Const(not t, v.origins) if t is not None else _unknown_from("not", v)))
+                out.append(
+                    (s, Const(not t, v.origins) if t is not None else _unknown_from("not", v))
+                )
             elif isinstance(v, Const):
-                ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+                ops: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+                    ast.USub: operator.neg,
+                    ast.UAdd: operator.pos,
+                    ast.Invert: operator.invert,
+                }
                 try:
                     out.append((s, Const(ops[type(node.op)](v.value), v.origins)))
                 except Exception:
@@ -228,7 +261,7 @@ class ExprMixin:
         out: Paths = []
         for s, vals in self.ev_seq(st, [node.left, *node.comparators]):
             result: Value = Const(True)
-            for op, a, b in zip(node.ops, vals, vals[1:]):
+            for op, a, b in zip(node.ops, vals, vals[1:], strict=False):
                 r = self.compare(op, a, b)
                 if isinstance(r, Const) and not r.value:
                     result = r
@@ -255,12 +288,21 @@ class ExprMixin:
             a = a.value
         if isinstance(b, EnumMember) and isinstance(a, Const):
             b = b.value
-        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, External) and b.name == "os.environ" \
-                and isinstance(a, Const) and (a.value in self.facts.env or self.facts.env_unset_means_absent):  # fmt: skip
+        if (
+            isinstance(op, (ast.In, ast.NotIn))
+            and isinstance(b, External)
+            and b.name == "os.environ"
+            and isinstance(a, Const)
+            and (a.value in self.facts.env or self.facts.env_unset_means_absent)
+        ):
             found = a.value in self.facts.env
             return Const(found if isinstance(op, ast.In) else not found, (f"env {a.value} "
                          + ("given" if found else "unset (assumed)"),))  # fmt: skip
-        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, Instance) and b.label in ("tuple", "dict"):
+        if (
+            isinstance(op, (ast.In, ast.NotIn))
+            and isinstance(b, Instance)
+            and b.label in ("tuple", "dict")
+        ):
             if isinstance(a, Const) and b.label == "dict":
                 found = repr(a.value) in b.fields
                 return Const(found if isinstance(op, ast.In) else not found)
@@ -275,7 +317,9 @@ class ExprMixin:
                 return Const(bool(fn(a.value, b.value)), merge_origins(a, b))
             except Exception:
                 return Unknown("comparison raised")
-        if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(a, (FunctionVal, ClassVal, ModuleVal)):
+        if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(
+            a, (FunctionVal, ClassVal, ModuleVal)
+        ):
             same = self.identical(a, b)
             if same is not None:
                 return Const(same if isinstance(op, ast.Eq) else not same)
@@ -293,11 +337,11 @@ class ExprMixin:
                 return False  # an imported name exists
         if isinstance(a, Const) and a.value is None:
             return self.identical(b, a)
-        if isinstance(a, (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)):
-            if isinstance(b, (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)):
-                if isinstance(a, EnumMember) and isinstance(b, EnumMember):
-                    return a.cls is b.cls and a.name == b.name
-                return a is b
+        objects = (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)
+        if isinstance(a, objects) and isinstance(b, objects):
+            if isinstance(a, EnumMember) and isinstance(b, EnumMember):
+                return a.cls is b.cls and a.name == b.name
+            return a is b
         return None
 
     def ev_BoolOp(self, st: PathState, node: ast.BoolOp) -> Paths:
@@ -330,9 +374,11 @@ class ExprMixin:
         return out
 
     def ev_Slice(self, st: PathState, node: ast.Slice) -> Paths:
-        parts = [p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)]
+        parts = [
+            p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)
+        ]
         out: Paths = []
-        for s, vals in self.ev_seq(st, parts):  # type: ignore[arg-type]
+        for s, vals in self.ev_seq(st, parts):
             if all(isinstance(v, Const) for v in vals):
                 out.append((s, Const(slice(*(v.value for v in vals)))))  # type: ignore[attr-defined]
             else:
@@ -382,8 +428,8 @@ class ExprMixin:
         kw_nodes = [k for k in node.keywords if k.arg is not None]
         star_kw = [k.value for k in node.keywords if k.arg is None]
         for s, head in self.ev_seq(st, [node.func, *(k.value for k in kw_nodes), *star_kw]):
-            fn, kwvals, extras = head[0], head[1: 1 + len(kw_nodes)], head[1 + len(kw_nodes):]
-            kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals) if k.arg is not None}
+            fn, kwvals, extras = head[0], head[1 : 1 + len(kw_nodes)], head[1 + len(kw_nodes) :]
+            kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals, strict=False) if k.arg is not None}
             for extra in extras:
                 if isinstance(extra, Instance) and extra.label == "dict":
                     for key, v in extra.fields.items():
@@ -409,7 +455,9 @@ class ExprMixin:
                 s.decisions.append(decision)
                 out.append((s, t))
         if len(out) > self.budget.max_paths:
-            raise BudgetExceeded(f"more than {self.budget.max_paths} paths in {self.current_function()}")
+            raise BudgetExceeded(
+                f"more than {self.budget.max_paths} paths in {self.current_function()}"
+            )
         return out
 
     def make_decision(self, st: PathState, test: ast.expr, t: bool | None, v: Value) -> Decision:
@@ -448,7 +496,9 @@ class ExprMixin:
         seen: set[str] = set()
         out: list[Input] = []
         for sub in ast.walk(test):
-            if isinstance(sub, (ast.Name, ast.Attribute)) and not isinstance(getattr(sub, "ctx", None), ast.Store):
+            if isinstance(sub, (ast.Name, ast.Attribute)) and not isinstance(
+                getattr(sub, "ctx", None), ast.Store
+            ):
                 text = self.source_text(sub)
                 if text in seen or len(out) >= 12:
                     continue
@@ -463,6 +513,11 @@ class ExprMixin:
 
 
 __all__ = [
-    "BudgetExceeded", "Budget", "ExprMixin", "Paths", "call_builtin", "const_attribute",
+    "Budget",
+    "BudgetExceeded",
+    "ExprMixin",
+    "Paths",
+    "call_builtin",
+    "const_attribute",
     "merge_origins",
 ]  # fmt: skip

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from routescope.analysis.engine import Engine
+from routescope.analysis.engine import Engine, _Ctx
 from routescope.analysis.state import PathState
-from routescope.analysis.values import ClassVal, Const, Instance, Unknown, Value
+from routescope.analysis.values import ClassVal, Const, Instance, ModuleVal, Unknown, Value
 from routescope.errors import RoutescopeError
 
 
@@ -87,10 +87,8 @@ def _is_static(node: ast.expr) -> bool:
     return isinstance(node, ast.Name)
 
 
-def _ctx(module: object) -> object:
-    from routescope.analysis.engine import _Ctx
-
-    return _Ctx(module, module.relpath, f"{module.name}:<scan>")  # type: ignore[attr-defined]
+def _ctx(module: ModuleVal) -> _Ctx:
+    return _Ctx(module, module.relpath, f"{module.name}:<scan>")
 
 
 def find_block(engine: Engine, model: ClassVal, router: ClassVal, max_depth: int = 5) -> ModelSite:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.values import Value
+from routescope.analysis.values import Instance, Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +67,11 @@ class PathState:
     trail: list[Frame] = field(default_factory=list)  # every frame entered, in order
     sinks: list[SinkHit] = field(default_factory=list)  # every routing kernel called, in order
     claims: dict[int, SinkHit] = field(default_factory=dict)  # id(tensor) -> kernel that wrote it
-    claimed: list[Any] = field(default_factory=list)  # the claimed tensors, so their ids stay theirs
+    # the claimed tensors, so their ids stay theirs
+    claimed: list[Any] = field(default_factory=list)
     # copy-on-write object fields: what this path wrote to objects other paths may share
     heap: dict[int, dict[str, Value]] = field(default_factory=dict)
-    heap_objs: dict[int, Value] = field(default_factory=dict)  # keeps ids alive
+    heap_objs: dict[int, Instance] = field(default_factory=dict)  # keeps ids alive
     stopped: str = ""  # a budget overrun or dead end: the path's reason for ending early
     assumptions: list[str] = field(default_factory=list)
 
@@ -93,10 +94,10 @@ class PathState:
     def env(self) -> dict[str, Value]:
         return self.envs[-1]
 
-    def fields(self, obj: Any) -> dict[str, Value]:
+    def fields(self, obj: Instance) -> dict[str, Value]:
         """The fields of `obj` as this path sees them."""
         own = self.heap.get(id(obj))
-        return own if own is not None else obj.fields  # type: ignore[no-any-return]
+        return own if own is not None else obj.fields
 
     def commit(self) -> None:
         """Make this path's object writes the objects' own (module level, class set-up)."""
@@ -107,11 +108,11 @@ class PathState:
         self.heap.clear()
         self.heap_objs.clear()
 
-    def replace_fields(self, obj: Any, fields: dict[str, Value]) -> None:
+    def replace_fields(self, obj: Instance, fields: dict[str, Value]) -> None:
         self.heap[id(obj)] = fields
         self.heap_objs[id(obj)] = obj
 
-    def write(self, obj: Any, name: str, value: Value) -> None:
+    def write(self, obj: Instance, name: str, value: Value) -> None:
         """Copy-on-write: a fork may share the inner dict, so every write makes its own."""
         key = id(obj)
         own = dict(self.heap.get(key, obj.fields))

@@ -8,7 +8,14 @@ from typing import Any
 from routescope.analysis.interp import BudgetExceeded, ExprMixin
 from routescope.analysis.state import PathState
 from routescope.analysis.values import (
-    ClassVal, Const, External, FunctionVal, Instance, Unknown, Value, truth,
+    ClassVal,
+    Const,
+    External,
+    FunctionVal,
+    Instance,
+    Unknown,
+    Value,
+    truth,
 )  # fmt: skip
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
@@ -21,8 +28,8 @@ MERGE_AT = 24
 def merge_paths(states: list[PathState], where: str) -> list[PathState]:
     groups: dict[tuple[object, ...], list[PathState]] = {}
     for s in states:
-        key = (tuple(id(h) for h in s.sinks), tuple(sorted((k, id(v)) for k, v in s.claims.items())),
-               len(s.envs), s.stopped)  # fmt: skip
+        claims = tuple(sorted((k, id(v)) for k, v in s.claims.items()))
+        key = (tuple(id(h) for h in s.sinks), claims, len(s.envs), s.stopped)
         groups.setdefault(key, []).append(s)
     out: list[PathState] = []
     for members in groups.values():
@@ -30,7 +37,7 @@ def merge_paths(states: list[PathState], where: str) -> list[PathState]:
         if len(members) > 1:
             why = f"differs between paths joined at {where}"
             objs = {k: o for m in members for k, o in m.heap_objs.items()}
-            for key, obj in objs.items():
+            for obj in objs.values():
                 views = [m.fields(obj) for m in members]
                 first.replace_fields(obj, _join_fields(views, members, why, 2))
             for depth, env in enumerate(first.envs):
@@ -58,8 +65,10 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
     if depth > 0 and all(isinstance(v, Instance) and v.cls is not None for v in vals):
         insts = [v for v in vals if isinstance(v, Instance)]
         if len({id(i.cls) for i in insts}) == 1:
-            views = [m.fields(i) for m, i in zip(members, insts)]
-            return Instance(insts[0].cls, _join_fields(views, members, why, depth - 1), insts[0].label)
+            views = [m.fields(i) for m, i in zip(members, insts, strict=False)]
+            return Instance(
+                insts[0].cls, _join_fields(views, members, why, depth - 1), insts[0].label
+            )
     return Unknown(why)
 
 
@@ -72,16 +81,29 @@ def _agree(a: Value | None, b: Value | None) -> bool:
         return repr(a.value) == repr(b.value)
     return False
 
+
 # (path, how the block ended, the value returned or raised)
 Outcome = tuple[PathState, str, Value | None]
 
 
 class StmtMixin(ExprMixin):
-    def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value: ...
-    def define_class(self, st: PathState, node: ast.ClassDef) -> Value: ...
-    def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]: ...
-    def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None: ...
-    def exception_matches(self, exc: Value | None, handler: ast.ExceptHandler, st: PathState) -> bool | None: ...
+    # provided by the engine (Engine overrides every one of these)
+    def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value:
+        raise NotImplementedError
+
+    def define_class(self, st: PathState, node: ast.ClassDef) -> Value:
+        raise NotImplementedError
+
+    def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]:
+        raise NotImplementedError
+
+    def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None:
+        raise NotImplementedError
+
+    def exception_matches(
+        self, exc: Value | None, handler: ast.ExceptHandler, st: PathState
+    ) -> bool | None:
+        raise NotImplementedError
 
     ctx: list[Any]
 
@@ -102,7 +124,9 @@ class StmtMixin(ExprMixin):
             if len(live) > MERGE_AT:
                 live = merge_paths(live, f"{self.current_file()}:{stmt.lineno}")
             if len(live) + len(done) > self.budget.max_paths:
-                raise BudgetExceeded(f"more than {self.budget.max_paths} paths in {self.current_function()}")
+                raise BudgetExceeded(
+                    f"more than {self.budget.max_paths} paths in {self.current_function()}"
+                )
             if not live:
                 break
         return done + [(s, "normal", None) for s in live]
@@ -160,9 +184,15 @@ class StmtMixin(ExprMixin):
             st.env[target.id] = v
         elif isinstance(target, (ast.Tuple, ast.List)):
             items: list[Value] | None = None
-            if isinstance(v, Const) and isinstance(v.value, (tuple, list)) and len(v.value) == len(target.elts):
+            if (
+                isinstance(v, Const)
+                and isinstance(v.value, (tuple, list))
+                and len(v.value) == len(target.elts)
+            ):
                 items = [Const(x, v.origins) for x in v.value]
-            elif isinstance(v, Instance) and v.label == "tuple" and len(v.fields) == len(target.elts):
+            elif (
+                isinstance(v, Instance) and v.label == "tuple" and len(v.fields) == len(target.elts)
+            ):
                 items = list(v.fields.values())
             for i, elt in enumerate(target.elts):
                 self.assign(st, elt, items[i] if items else _unpacked(v))
@@ -207,7 +237,7 @@ class StmtMixin(ExprMixin):
         for item in node.items:
             nxt = []
             for s in live:
-                for s2, v in self.ev(s, item.context_expr):
+                for s2, _v in self.ev(s, item.context_expr):
                     if item.optional_vars is not None:
                         self.assign(s2, item.optional_vars, Unknown("context manager value"))
                     nxt.append(s2)
@@ -243,7 +273,9 @@ class StmtMixin(ExprMixin):
             final: list[Outcome] = []
             for s, kind, val in out:
                 for s2, k2, v2 in self.exec_block(s, node.finalbody):
-                    final.append((s2, kind if k2 == "normal" else k2, val if k2 == "normal" else v2))
+                    final.append(
+                        (s2, kind if k2 == "normal" else k2, val if k2 == "normal" else v2)
+                    )
             return final
         return out
 

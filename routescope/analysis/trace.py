@@ -42,8 +42,14 @@ def resolve_entry(engine: Engine, entry: str) -> Value:
     return val
 
 
-def trace_call(engine: Engine, fn: Value, args: list[Value], kwargs: dict[str, Value],
-               receiver: Value | None = None, start: PathState | None = None) -> list[TracedPath]:  # fmt: skip
+def trace_call(
+    engine: Engine,
+    fn: Value,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    receiver: Value | None = None,
+    start: PathState | None = None,
+) -> list[TracedPath]:
     """Every path through `fn(*args, **kwargs)`; a budget overrun ends a path, never the run."""
     if isinstance(fn, FunctionVal) and receiver is not None:
         fn = fn.bind(receiver)
@@ -62,8 +68,15 @@ def trace_call(engine: Engine, fn: Value, args: list[Value], kwargs: dict[str, V
     except BudgetExceeded as exc:
         return [TracedPath(tuple(st.decisions), tuple(st.trail), None, "stop", "", str(exc))]
     return [
-        TracedPath(tuple(s.decisions), tuple(s.trail), _sink(s, v), "stop" if s.stopped else kind,
-                   describe(v) if v is not None else "", s.stopped, tuple(s.sinks))  # fmt: skip
+        TracedPath(
+            tuple(s.decisions),
+            tuple(s.trail),
+            _sink(s, v),
+            "stop" if s.stopped else kind,
+            describe(v) if v is not None else "",
+            s.stopped,
+            tuple(s.sinks),
+        )
         for s, kind, v in outcomes
     ]
 

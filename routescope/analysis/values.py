@@ -49,7 +49,9 @@ class Unknown(Value):
 
     __slots__ = ("reason", "truthy")
 
-    def __init__(self, reason: str, origins: tuple[str, ...] = (), truthy: bool | None = None) -> None:
+    def __init__(
+        self, reason: str, origins: tuple[str, ...] = (), truthy: bool | None = None
+    ) -> None:
         super().__init__(origins)
         self.reason = reason
         self.truthy = truthy
@@ -202,7 +204,13 @@ def truth(v: Value) -> bool | None:
     if isinstance(v, (FunctionVal, ClassVal, ModuleVal, EnumMember)):
         return True
     if isinstance(v, Instance):
-        return True if v.cls is not None and v.cls.lookup("__bool__") is None and v.cls.lookup("__len__") is None else None
+        return (
+            True
+            if v.cls is not None
+            and v.cls.lookup("__bool__") is None
+            and v.cls.lookup("__len__") is None
+            else None
+        )
     return None
 
 

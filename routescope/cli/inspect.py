@@ -14,17 +14,31 @@ from routescope.render.text_report import render_dispatch
 
 
 def inspect(
-    model: str = typer.Argument(..., help="Hub id org/name[@revision], a directory, or config.json."),
-    framework: str | None = typer.Option(None, "--framework", help="Published framework, e.g. sglang==0.5.23."),
-    framework_src: str | None = typer.Option(None, "--framework-src", help="A framework checkout or unpacked tree."),
-    gpu: str = typer.Option("sm120", "--gpu", help="GPU profile id or alias (see `routescope gpus`)."),
+    model: str = typer.Argument(
+        ..., help="Hub id org/name[@revision], a directory, or config.json."
+    ),
+    framework: str | None = typer.Option(
+        None, "--framework", help="Published framework, e.g. sglang==0.5.23."
+    ),
+    framework_src: str | None = typer.Option(
+        None, "--framework-src", help="A framework checkout or unpacked tree."
+    ),
+    gpu: str = typer.Option(
+        "sm120", "--gpu", help="GPU profile id or alias (see `routescope gpus`)."
+    ),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
     ep: int | None = typer.Option(None, "--ep", min=1, help="Expert-parallel size."),
-    quant: str | None = typer.Option(None, "--quant", help="bf16, fp8, nvfp4 (default: the checkpoint's)."),
+    quant: str | None = typer.Option(
+        None, "--quant", help="bf16, fp8, nvfp4 (default: the checkpoint's)."
+    ),
     set_: list[str] = typer.Option([], "--set", help="Server argument KEY=VALUE (repeatable)."),
     env: list[str] = typer.Option([], "--env", help="Environment variable KEY=VALUE (repeatable)."),
-    revision: str | None = typer.Option(None, "--revision", help="Hub revision (branch, tag, commit)."),
-    offline: bool = typer.Option(False, "--offline", help="Use only local caches (hub and framework source)."),
+    revision: str | None = typer.Option(
+        None, "--revision", help="Hub revision (branch, tag, commit)."
+    ),
+    offline: bool = typer.Option(
+        False, "--offline", help="Use only local caches (hub and framework source)."
+    ),
     fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
 ) -> None:
     """Show a model's routing facts and, with --framework, which top-k path runs during decode."""

@@ -28,9 +28,9 @@ def _decision(d: dict[str, Any]) -> Text:
         t.append(f"  (undecided: {d.get('undecided_because', '')})", style="yellow")
     failing = [p["condition"] for p in d.get("parts", []) if p["value"] is not True]
     if failing and len(d.get("parts", [])) > 1:
-        t.append("  ← " + "; ".join(f"{c} is {'false' if v is False else 'unknown'}"
-                                    for c, v in ((p["condition"], p["value"]) for p in d["parts"]
-                                                 if p["value"] is not True)), style=_STYLE[value])  # fmt: skip
+        pairs = ((p["condition"], p["value"]) for p in d["parts"] if p["value"] is not True)
+        why = "; ".join(f"{c} is {'false' if v is False else 'unknown'}" for c, v in pairs)
+        t.append("  ← " + why, style=_STYLE[value])
     return t
 
 
@@ -52,7 +52,9 @@ def path_tree(path: dict[str, Any], title: str) -> Tree:
     if sink:
         t = Text("→ sink ", style="bold")
         t.append(sink["name"], style="bold magenta")
-        t.append(f"  [{sink['kind']}]  called at {_short(sink['file'])}:{sink['line']}", style="magenta")
+        t.append(
+            f"  [{sink['kind']}]  called at {_short(sink['file'])}:{sink['line']}", style="magenta"
+        )
         tree.add(t)
     if path["stopped"]:
         tree.add(Text(f"path stopped: {path['stopped']}", style="yellow"))
@@ -63,16 +65,26 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
     dep, disp = doc["deployment"], doc["dispatch"]
     head = Text()
     head.append(f"{doc['model']['ref']}", style="bold")
-    head.append(f"  on {dep['framework']} {dep['version'] or '(checkout)'} · {dep['gpu']['family']} "
-                f"({dep['gpu']['name']}) · TP{dep['tp']} · {dep['quant']}")  # fmt: skip
+    head.append(
+        f"  on {dep['framework']} {dep['version'] or '(checkout)'} · {dep['gpu']['family']} "
+        f"({dep['gpu']['name']}) · TP{dep['tp']} · {dep['quant']}"
+    )
     parts: list[RenderableType] = [head]
     if disp["block_class"]:
-        parts.append(Text(f"router built by {disp['block_class']}  "
-                          f"(via {' → '.join(c.split(':')[-1] for c in disp['construction_chain'])})",
-                          style="dim"))  # fmt: skip
+        via = " → ".join(c.split(":")[-1] for c in disp["construction_chain"])
+        parts.append(Text(f"router built by {disp['block_class']}  (via {via})", style="dim"))
     router = disp.get("router") or {}
-    keys = ("top_k", "num_fused_shared_experts", "use_grouped_topk", "num_expert_group",
-            "topk_group", "renormalize", "routed_scaling_factor", "output_format", "scoring_func")
+    keys = (
+        "top_k",
+        "num_fused_shared_experts",
+        "use_grouped_topk",
+        "num_expert_group",
+        "topk_group",
+        "renormalize",
+        "routed_scaling_factor",
+        "output_format",
+        "scoring_func",
+    )
     shown = [f"{k}={router[k]['value']}" for k in keys if k in router]
     if shown:
         parts.append(Text("router: " + ", ".join(shown)))

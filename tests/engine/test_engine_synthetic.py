@@ -41,7 +41,10 @@ def run(index: Index, entry: str, *args: object, facts: Facts | None = None,
 
 
 def test_env_var_without_default_forks(tmp_path: Path) -> None:
-    index = make_tree(tmp_path, {"route.py": """
+    index = make_tree(
+        tmp_path,
+        {
+            "route.py": """
         import os
         import torch
         from fastk import topk_fast
@@ -50,7 +53,9 @@ def test_env_var_without_default_forks(tmp_path: Path) -> None:
             if os.environ.get("FW_FAST"):
                 return topk_fast(x)
             return torch.topk(x, 2)
-    """})
+    """
+        },
+    )
     paths = run(index, "fw.route:route", Tensor())
     assert len(paths) == 2
     assert {p.sink.kind for p in paths if p.sink} == {"cuda_kernel", "torch"}
@@ -60,7 +65,10 @@ def test_env_var_without_default_forks(tmp_path: Path) -> None:
 
 
 def test_env_var_given_decides(tmp_path: Path) -> None:
-    index = make_tree(tmp_path, {"route.py": """
+    index = make_tree(
+        tmp_path,
+        {
+            "route.py": """
         import os
         import torch
         from fastk import topk_fast
@@ -69,48 +77,64 @@ def test_env_var_given_decides(tmp_path: Path) -> None:
             if os.getenv("FW_FAST", "0") == "1":
                 return topk_fast(x)
             return torch.topk(x, 2)
-    """})
+    """
+        },
+    )
     (path,) = run(index, "fw.route:route", Tensor())
     assert path.decided and path.sink is not None and path.sink.kind == "torch"
-    assert "default at" in path.decisions[0].inputs[0].origins[0] or path.decisions[0].value is False
+    assert (
+        "default at" in path.decisions[0].inputs[0].origins[0] or path.decisions[0].value is False
+    )
     facts = Facts(sinks=SINKS, env={"FW_FAST": "1"})
     (path,) = run(index, "fw.route:route", Tensor(), facts=facts)
     assert path.sink is not None and path.sink.name == "fastk.topk_fast"
 
 
 def test_infinite_loop_ends_within_budget(tmp_path: Path) -> None:
-    index = make_tree(tmp_path, {"loop.py": """
+    index = make_tree(
+        tmp_path,
+        {
+            "loop.py": """
         def spin(n):
             while True:
                 n = n + 1
             return n
-    """})
+    """
+        },
+    )
     paths = run(index, "fw.loop:spin", 0, budget=Budget(loop_limit=50))
     assert paths and all(p.outcome == "stop" and "did not finish" in p.stopped for p in paths)
 
 
 def test_recursion_cycle_ends_within_budget(tmp_path: Path) -> None:
-    index = make_tree(tmp_path, {"rec.py": """
+    index = make_tree(
+        tmp_path,
+        {
+            "rec.py": """
         def ping(n):
             return pong(n)
 
         def pong(n):
             return ping(n)
-    """})
+    """
+        },
+    )
     paths = run(index, "fw.rec:ping", 1)
     assert paths and all(p.outcome == "stop" and "recursion" in p.stopped for p in paths)
 
 
 def test_module_level_flags_guards_and_torch_compile(tmp_path: Path) -> None:
-    index = make_tree(tmp_path, {
-        "platform.py": """
+    index = make_tree(
+        tmp_path,
+        {
+            "platform.py": """
             import torch
             def is_cuda():
                 return torch.cuda.is_available() and torch.version.cuda is not None
             def capability_major():
                 return torch.cuda.get_device_capability()[0]
         """,
-        "topk.py": """
+            "topk.py": """
             import math
             import torch
             from .platform import is_cuda, capability_major
@@ -138,14 +162,17 @@ def test_module_level_flags_guards_and_torch_compile(tmp_path: Path) -> None:
                     return fused_gate(logits, k)
                 return fallback_impl(logits, k)
         """,
-    })
+        },
+    )
     from routescope.analysis.values import Const as C
 
     facts = Facts(
         sinks=SINKS,
         attributes={"torch.version.cuda": C("12.9", ("rules: torch CUDA version",))},
-        calls={"torch.cuda.is_available": C(True),
-               "torch.cuda.get_device_capability": C((12, 0), ("gpu sm120",))},  # fmt: skip
+        calls={
+            "torch.cuda.is_available": C(True),
+            "torch.cuda.get_device_capability": C((12, 0), ("gpu sm120",)),
+        },
         packages={"fastk": True},
     )
     (path,) = run(index, "fw.topk:select", Tensor(), 8, 256, 1, facts=facts)
@@ -161,11 +188,16 @@ def test_module_level_flags_guards_and_torch_compile(tmp_path: Path) -> None:
     facts.packages["fastk"] = False
     (path,) = run(index, "fw.topk:select", Tensor(), 8, 256, 8, facts=facts)
     assert path.sink is not None and path.sink.kind == "torch_compile"
-    assert "fused_gate is not None" in [p.text for p in path.decisions[-1].parts if p.value is False]
+    assert "fused_gate is not None" in [
+        p.text for p in path.decisions[-1].parts if p.value is False
+    ]
 
 
 def test_dataclass_enum_and_method_dispatch(tmp_path: Path) -> None:
-    index = make_tree(tmp_path, {"op.py": """
+    index = make_tree(
+        tmp_path,
+        {
+            "op.py": """
         from dataclasses import dataclass
         from enum import Enum, auto
         import torch
@@ -201,7 +233,9 @@ def test_dataclass_enum_and_method_dispatch(tmp_path: Path) -> None:
 
         def build_and_run(x, grouped):
             return TopK(8, grouped=grouped).forward(x)
-    """})
+    """
+        },
+    )
     (path,) = run(index, "fw.op:build_and_run", Tensor(), True)
     assert path.sink is not None and path.sink.function == "fw.op:TopK.forward_cuda"
     (path,) = run(index, "fw.op:build_and_run", Tensor(), False)
@@ -211,13 +245,18 @@ def test_dataclass_enum_and_method_dispatch(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("flag", [True, False])
 def test_unknown_argument_forks_and_names_reason(tmp_path: Path, flag: bool) -> None:
-    index = make_tree(tmp_path, {"f.py": """
+    index = make_tree(
+        tmp_path,
+        {
+            "f.py": """
         import torch
         def f(x, mode):
             if mode:
                 return torch.topk(x, 1)
             return x
-    """})
+    """
+        },
+    )
     engine = Engine(index, Facts(sinks=SINKS))
     fn = resolve_entry(engine, "fw.f:f")
     from routescope.analysis.values import Unknown
