@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+GLM5, DSV3 = "examples/configs/zai-org--GLM-5.json", "examples/configs/deepseek-ai--DeepSeek-V3.json"
+QWEN3 = "examples/configs/Qwen--Qwen3-30B-A3B.json"
 CASES = [
-    ("intake: GLM-5 config.json", ["examples/configs/zai-org--GLM-5.json"]),
-    ("trace: GLM-5, sglang 0.5.9, sm120", ["examples/configs/zai-org--GLM-5.json",
-                                           "--framework", "sglang==0.5.9", "--gpu", "sm120"]),
-    ("trace: DeepSeek-V3, sglang 0.5.12, sm120", ["examples/configs/deepseek-ai--DeepSeek-V3.json",
-                                                  "--framework", "sglang==0.5.12", "--gpu", "sm120"]),
-    ("trace: Qwen3-30B-A3B, sglang 0.5.9, sm100", ["examples/configs/Qwen--Qwen3-30B-A3B.json",
-                                                   "--framework", "sglang==0.5.9", "--gpu", "sm100"]),
+    ("intake: GLM-5 config.json", [GLM5]),
+    ("trace: GLM-5, sglang 0.5.9, sm120", [GLM5, "--framework", "sglang==0.5.9", "--gpu", "sm120"]),
+    ("trace: DeepSeek-V3, sglang 0.5.12, sm120",
+     [DSV3, "--framework", "sglang==0.5.12", "--gpu", "sm120"]),
+    ("trace: Qwen3-30B-A3B, sglang 0.5.9, sm100",
+     [QWEN3, "--framework", "sglang==0.5.9", "--gpu", "sm100"]),
 ]  # fmt: skip
 
 
@@ -37,7 +38,7 @@ def run(args: list[str], cache: str) -> float:
     env = dict(os.environ, ROUTESCOPE_CACHE=cache, NO_COLOR="1")
     cmd = [PYTHON, "-m", "routescope", "inspect", *args, "--tp", "8", "--format", "json"]
     if "--framework" not in args:
-        cmd = cmd[:-4] + ["--format", "json"]  # intake only: no --tp
+        cmd = [*cmd[:-4], "--format", "json"]  # intake only: no --tp
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
