@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GLM5, DSV3 = "examples/configs/zai-org--GLM-5.json", "examples/configs/deepseek-ai--DeepSeek-V3.json"
+GLM5 = "examples/configs/zai-org--GLM-5.json"
+DSV3 = "examples/configs/deepseek-ai--DeepSeek-V3.json"
 QWEN3 = "examples/configs/Qwen--Qwen3-30B-A3B.json"
 CASES = [
     ("intake: GLM-5 config.json", [GLM5]),
