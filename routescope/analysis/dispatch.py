@@ -303,6 +303,9 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     if not isinstance(router_cls, ClassVal):
         raise RoutescopeError(origin, f"{rules.router_class} not found in this version")
     arch = (spec.architectures.value or ("",))[0]
+    if not arch:
+        raise RoutescopeError(spec.model.ref, "config.json has no architectures: the framework "
+                              "picks the model class by architectures[0]")  # fmt: skip
     models = rules.data["models"]
     model_cls = find_model_class(engine, models["package"], models["registry_name"], arch)
     site = find_block(engine, model_cls, router_cls)

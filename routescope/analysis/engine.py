@@ -506,7 +506,10 @@ class Engine(StmtMixin):
         if isinstance(fn, BoundConst):
             return [(st, call_bound_const(fn, args, kwargs))]
         if isinstance(fn, _TensorMethod):
-            return [(st, Tensor(producer=_producer_of([fn.tensor, *args], st.claims)))]
+            made = fn.tensor.made_at or self._made_at(node)
+            return [
+                (st, Tensor(producer=_producer_of([fn.tensor, *args], st.claims), made_at=made))
+            ]
         if isinstance(fn, _DictMethod):
             return [(st, fn.call(st, args, kwargs))]
         if isinstance(fn, _Partial):
@@ -570,7 +573,7 @@ class Engine(StmtMixin):
             return [(st, Unknown(f"result of {name}()"))]
         if name.startswith("torch.") or name.startswith("triton"):
             inherited = _producer_of([*args, *kwargs.values()], st.claims)
-            return [(st, Tensor(producer=inherited))]
+            return [(st, Tensor(producer=inherited, made_at=self._made_at(node)))]
         return [(st, Unknown(f"result of {name}()"))]
 
     def _special_builtin(self, st: PathState, name: str, args: list[Value],
@@ -652,6 +655,9 @@ class Engine(StmtMixin):
         if isinstance(default, Const):
             return Const(default.value, (f"env {var} unset: default at {where}",))
         return default
+
+    def _made_at(self, node: ast.AST | None) -> tuple[str, str, int]:
+        return (self.current_function(), self.current_file(), getattr(node, "lineno", 0))
 
     def _hit_sink(self, st: PathState, name: str, kind: str, rule: str, node: ast.AST | None,
                   inputs: list[Value]) -> Tensor:  # fmt: skip

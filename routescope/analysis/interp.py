@@ -228,9 +228,9 @@ class ExprMixin:
                     out.append((s, Unknown(f"{type(exc).__name__} in {self.source_text(node)}")))
                     continue
             if isinstance(a, Tensor):
-                out.append((s, Tensor(producer=a.producer)))
+                out.append((s, Tensor(producer=a.producer, made_at=a.made_at)))
             elif isinstance(b, Tensor):
-                out.append((s, Tensor(producer=b.producer)))
+                out.append((s, Tensor(producer=b.producer, made_at=b.made_at)))
             else:
                 out.append((s, _unknown_from(f"{self.source_text(node)}", a, b)))
         return out
@@ -392,7 +392,7 @@ class ExprMixin:
             except Exception:
                 return Unknown("subscript raised")
         if isinstance(obj, Tensor):
-            return Tensor(producer=obj.producer)
+            return Tensor(producer=obj.producer, made_at=obj.made_at)
         if isinstance(obj, Instance) and isinstance(idx, Const):
             key = repr(idx.value) if obj.label == "dict" else str(idx.value)
             if key in obj.fields:

@@ -394,7 +394,7 @@ def _unpacked(v: Value) -> Value:
     from routescope.analysis.values import Tensor
 
     if isinstance(v, Tensor):
-        return Tensor(producer=v.producer)  # topk_weights, topk_ids = kernel(...)
+        return Tensor(producer=v.producer, made_at=v.made_at)  # weights, ids = kernel(...)
     if isinstance(v, Unknown) and "tensor" in v.reason:
         return Tensor()
     return Unknown("unpacked from an unknown value")

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from routescope.analysis.engine import Engine, routing_producer
 from routescope.analysis.interp import BudgetExceeded
 from routescope.analysis.state import Decision, Frame, PathState, SinkHit
-from routescope.analysis.values import ClassVal, FunctionVal, Instance, Unknown, Value, describe
+from routescope.analysis.values import (
+    ClassVal,
+    FunctionVal,
+    Instance,
+    Tensor,
+    Unknown,
+    Value,
+    describe,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +91,23 @@ def trace_call(
 
 def _sink(st: PathState, result: Value | None) -> SinkHit | None:
     found = routing_producer(result, st.claims) if result is not None else None
+    if found is None and result is not None:
+        made = _made_at(result)
+        if made is not None:  # routing computed by plain torch ops in framework code
+            function, file, line = made
+            found = SinkHit(function, "torch", file, line, function, "torch-ops")
     return found or (st.sinks[0] if st.sinks else None)
+
+
+def _made_at(v: Value, depth: int = 3) -> tuple[str, str, int] | None:
+    if isinstance(v, Tensor):
+        return v.made_at  # type: ignore[no-any-return]
+    if isinstance(v, Instance) and depth > 0:
+        for f in v.fields.values():
+            got = _made_at(f, depth - 1)
+            if got is not None:
+                return got
+    return None
 
 
 def new_instance(cls: Value, label: str) -> Instance:

@@ -64,14 +64,17 @@ class Tensor(Value):
     """An abstract tensor: only the facts that guards look at, and which sink produced it
     (the first routing kernel that wrote it, directly or in place)."""
 
-    __slots__ = ("dtype", "producer", "shape")
+    __slots__ = ("dtype", "made_at", "producer", "shape")
 
     def __init__(self, shape: tuple[Value, ...] | None = None, dtype: str | None = None,
-                 producer: Any = None) -> None:  # fmt: skip
+                 producer: Any = None, made_at: Any = None) -> None:  # fmt: skip
         super().__init__()
         self.shape = shape
         self.dtype = dtype
         self.producer = producer
+        # (function, file, line) of the framework code whose torch ops computed it, when no
+        # routing kernel did: plain torch routing (a custom routing function) is still a sink
+        self.made_at = made_at
 
     def __repr__(self) -> str:
         return f"Tensor({self.shape}, {self.dtype})"

@@ -1,0 +1,77 @@
+"""Deployment inputs change the traced path the way the framework's own code says they should."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from routescope import api
+from routescope.cli import main
+from tests.conftest import CONFIGS
+
+DSV3 = str(CONFIGS / "deepseek-ai--DeepSeek-V3.json")
+
+
+def _dispatch(model: str, version: str, gpu: str, **kw: object) -> dict[str, object]:
+    req = api.InspectRequest(model=model, framework=f"sglang=={version}", gpu=gpu, tp=8, **kw)  # type: ignore[arg-type]
+    doc = api.inspect(req)
+    return doc["dispatch"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.network
+def test_disabling_shared_expert_fusion_changes_top_k_and_kernel() -> None:
+    """DeepSeek-V3 on SM120, SGLang 0.5.9: the fused shared slot makes top-k 9, which fails
+    flashinfer's `num_fused_shared_experts == 0`; without fusion top-k is 8 and every conjunct of
+    that guard holds (256 experts, 8 groups of 32, topk_group 4)."""
+    fused = _dispatch(DSV3, "0.5.9", "sm120")
+    plain = _dispatch(DSV3, "0.5.9", "sm120", server_args={"disable_shared_experts_fusion": True})
+    assert fused["router"]["top_k"]["value"] == "9"  # type: ignore[index]
+    assert plain["router"]["top_k"]["value"] == "8"  # type: ignore[index]
+    assert fused["paths"][0]["sink"]["name"] == "sgl_kernel.moe_fused_gate"  # type: ignore[index]
+    assert plain["paths"][0]["sink"]["name"] == "flashinfer.fused_moe.fused_topk_deepseek"  # type: ignore[index]
+
+
+@pytest.mark.network
+def test_custom_routing_function_in_plain_torch_is_the_sink() -> None:
+    """Phi-3.5-MoE routes with sparsemixer, a custom routing function of torch ops."""
+    d = _dispatch(str(CONFIGS / "microsoft--Phi-3.5-MoE-instruct.json"), "0.5.9", "sm120")
+    assert d["status"] == "selected"
+    sink = d["paths"][0]["sink"]  # type: ignore[index]
+    assert sink["kind"] == "torch" and sink["name"].endswith("phimoe:sparsemixer")
+
+
+@pytest.mark.network
+def test_unknown_server_argument_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["inspect", DSV3, "--framework", "sglang==0.5.9", "--set", "no_such_arg=1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--set no_such_arg" in err and err.count("\n") == 1
+
+
+@pytest.mark.network
+def test_config_without_architectures_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["inspect", str(CONFIGS / "zai-org--GLM-4.5.json"), "--framework", "sglang==0.5.9"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no architectures" in err
+
+
+def test_unknown_framework_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["inspect", DSV3, "--framework", "tgi==1.0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no rules for this framework" in err and "sglang" in err
+
+
+@pytest.mark.network
+def test_text_output_names_sink_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["inspect", DSV3, "--framework", "sglang==0.5.9", "--gpu", "sm120", "--tp", "8"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "one path selected" in out and "sgl_kernel.moe_fused_gate" in out
+    assert "OEA verdict" in out and "\x1b[" not in out
+
+
+@pytest.mark.network
+def test_json_is_deterministic() -> None:
+    a = api.inspect(api.InspectRequest(model=DSV3, framework="sglang==0.5.12", gpu="sm120", tp=8))
+    b = api.inspect(api.InspectRequest(model=DSV3, framework="sglang==0.5.12", gpu="sm120", tp=8))
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
