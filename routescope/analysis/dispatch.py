@@ -337,9 +337,11 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
             (Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32"
         )
         engine.budget.push(PHASE_SECONDS["trace"], "the decode trace exceeded its budget")
+        engine.tracing = True
         try:
             traced = trace_call(engine, fn, [Tensor(), logits], {}, start=bst)
         finally:
+            engine.tracing = False
             engine.budget.pop()
         for p in traced:
             stopped = p.stopped

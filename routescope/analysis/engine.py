@@ -113,6 +113,7 @@ class Engine(StmtMixin):
         self._in_module_getattr: set[str] = set()
         self._memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]] = {}
         self.not_built: set[ClassVal] = set()
+        self.tracing = False  # set while the router's decode forward is traced
 
     # --- context -----------------------------------------------------------------------------
 
@@ -656,7 +657,11 @@ class Engine(StmtMixin):
             return Const(default.value, (f"env {var} unset: default at {where}",))
         return default
 
-    def _made_at(self, node: ast.AST | None) -> tuple[str, str, int]:
+    def _made_at(self, node: ast.AST | None) -> tuple[str, str, int] | None:
+        """Where decode-time torch ops made a tensor; tensors built while constructing the
+        model (parameters, buffers) are not routing results."""
+        if not self.tracing:
+            return None
         return (self.current_function(), self.current_file(), getattr(node, "lineno", 0))
 
     def _hit_sink(self, st: PathState, name: str, kind: str, rule: str, node: ast.AST | None,
