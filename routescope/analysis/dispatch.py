@@ -106,9 +106,10 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
                 continue
             outs = _phase(
                 engine,
-                PHASE_SECONDS["server_args"],
+                PHASE_STEPS["server_args"],
                 f"server-argument step {step}",
                 lambda m=method, i=inst: engine.call(PathState(envs=[{}]), m.bind(i), [], {}, None),
+                merge_at=4,
             )
             stopped = next((s.stopped for s, _ in outs if s.stopped), "")
             if stopped:
@@ -128,13 +129,16 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
 
 
 # Each phase gets its own share of time, so a slow one ends Unknown without starving the rest.
-PHASE_SECONDS = {"server_args": 6.0, "model": 4.0, "block": 4.0, "trace": 8.0}
+# Evaluation steps per phase (about 30k steps a second here): a phase that needs more ends
+# Unknown, deterministically, and the next phase starts with its own allowance.
+PHASE_STEPS = {"server_args": 200_000, "model": 120_000, "block": 120_000, "trace": 250_000}
 
 
-def _phase(engine: Engine, seconds: float, what: str, run: Any,
-           record_inputs: bool = False) -> list[tuple[PathState, Value]]:  # fmt: skip
-    engine.budget.push(seconds, f"{what} exceeded its {seconds:g} s budget")
+def _phase(engine: Engine, steps: int, what: str, run: Any, record_inputs: bool = False,
+           merge_at: int = 24) -> list[tuple[PathState, Value]]:  # fmt: skip
+    engine.budget.push(steps, f"{what} exceeded its budget of {steps:,} evaluation steps")
     engine.record_inputs = record_inputs
+    engine.budget.merge_at = merge_at
     try:
         result: list[tuple[PathState, Value]] = run()
         return result
@@ -145,6 +149,7 @@ def _phase(engine: Engine, seconds: float, what: str, run: Any,
     finally:
         engine.budget.pop()
         engine.record_inputs = True
+        engine.budget.merge_at = 24
 
 
 def _settle(inst: Instance, states: list[PathState], notes: list[str], step: str) -> Instance:
@@ -248,7 +253,7 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
             cls = parent
     built = _phase(
         engine,
-        PHASE_SECONDS["block"],
+        PHASE_STEPS["block"],
         f"building {cls.qualname}",
         lambda: engine.call(PathState(envs=[{}]), cls, [], _init_kwargs(cls, values), None),
         record_inputs=True,
@@ -273,7 +278,7 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
         kwargs = _init_kwargs(site.model_class, values)
         outs = _phase(
             engine,
-            PHASE_SECONDS["model"],
+            PHASE_STEPS["model"],
             "the model's constructor",
             lambda: engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None),
         )
@@ -287,6 +292,23 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
             )
     finally:
         engine.not_built = set()
+
+
+def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    spec = rules.data.get("validated")
+    if not spec:
+        return ""
+    try:
+        inside = version is not None and Version(version) in SpecifierSet(spec)
+    except (InvalidSpecifier, InvalidVersion):
+        inside = False
+    if inside:
+        return ""
+    return (f"{rules.id} {version or '(unversioned checkout)'} is outside the releases this "
+            f"trace is validated against ({spec}); the path is provisional")  # fmt: skip
 
 
 def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: Deployment,
@@ -336,7 +358,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         logits = Tensor(
             (Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32"
         )
-        engine.budget.push(PHASE_SECONDS["trace"], "the decode trace exceeded its budget")
+        engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
         engine.tracing = True
         try:
             traced = trace_call(engine, fn, [Tensor(), logits], {}, start=bst)
@@ -351,5 +373,9 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
             paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, stopped,
                                     p.kernels, tuple(bst.decisions)))  # fmt: skip
     incomplete = tuple(n for n in notes if "did not finish" in n)
+    outside = _outside_validated(rules, version)
+    if outside:
+        notes.append(outside)
+        incomplete += (outside,)
     return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),
                     time.monotonic() - start, incomplete)  # fmt: skip

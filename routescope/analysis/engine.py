@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import time
 from typing import Any, Protocol, cast
 
 from routescope.analysis.builtins import (
@@ -45,7 +44,7 @@ _BUILTINS = builtin_names() | {
 
 # A module-level statement (a registration call, a table built in a loop) that takes longer than
 # this is abandoned: the names it binds become Unknown rather than stalling the trace.
-MODULE_STMT_SECONDS = 0.5
+MODULE_STMT_STEPS = 20_000
 
 
 @functools.cache
@@ -152,13 +151,13 @@ class Engine(StmtMixin):
         # An import completes whatever phase triggered it: a phase's deadline must not leave a
         # module half-evaluated for the phases after it (statements have their own budget).
         outer, self.budget.local = self.budget.local, []
-        started = time.monotonic()
+        started = self.budget.steps
         try:
             for stmt in info.tree.body:
                 self._module_stmt(mod, st, stmt)
         finally:
-            spent = time.monotonic() - started  # the importing phase does not pay for the import
-            self.budget.local = [(deadline + spent, why) for deadline, why in outer]
+            spent = self.budget.steps - started  # the importing phase does not pay for the import
+            self.budget.local = [(limit + spent, why) for limit, why in outer]
             self.ctx.pop()
             self.loading.discard(name)
         return mod
@@ -166,7 +165,7 @@ class Engine(StmtMixin):
     def _module_stmt(self, mod: ModuleVal, st: PathState, stmt: ast.stmt) -> None:
         """Module level runs on one path: undecided branches merge (differing names -> Unknown)."""
         where = f"{mod.relpath}:{stmt.lineno}"
-        self.budget.push(MODULE_STMT_SECONDS, f"module-level statement at {where} ran too long")
+        self.budget.push(MODULE_STMT_STEPS, f"module-level statement at {where} ran too long")
         try:
             outcomes = self.exec_stmt(st, stmt)
         except BudgetExceeded as exc:
@@ -428,6 +427,12 @@ class Engine(StmtMixin):
         )
         fn.origins = (f"{mod.relpath}:{node.lineno}",)
         return fn
+
+    def make_lambda(self, st: PathState, node: ast.Lambda) -> Value:
+        """A lambda closes over the variables in scope where it is written."""
+        mod = self.ctx[-1].module
+        closure = dict(st.env) if st.env is not mod.globals else None
+        return FunctionVal(f"{mod.name}:<lambda:{node.lineno}>", node, mod, (), closure=closure)
 
     def define_class(self, st: PathState, node: ast.ClassDef) -> Value:
         mod = self.ctx[-1].module
@@ -776,8 +781,10 @@ class Engine(StmtMixin):
         forks inside it did not change what routes, so one path (values joined) stands for all.
         Paths that reached different kernels are kept apart: they are the answer."""
         returning = [o for o in outs if o[1] == "return" and not o[0].stopped]
-        if len(returning) <= threshold:
+        if len(returning) <= min(threshold, self.budget.merge_at):
             return outs
+        if self.budget.merge_at <= 1:  # set-up phases: join every agreeing path, state and all
+            return self._join_states(where, returning) + [o for o in outs if o not in returning]
         groups: dict[tuple[Any, ...], list[Outcome]] = {}
         for o in returning:
             heap = tuple(sorted((k, tuple(sorted((n, _digest(v)) for n, v in d.items())))
@@ -795,6 +802,23 @@ class Engine(StmtMixin):
                 first_state.assumptions.append(f"{len(members)} paths through {where} joined")
             merged.append((first_state, "return", value))
         return merged + [o for o in outs if o not in returning]
+
+    def _join_states(self, where: str, returning: list[Outcome]) -> list[Outcome]:
+        from routescope.analysis.stmts import merge_paths
+
+        groups: dict[tuple[Any, ...], list[Outcome]] = {}
+        for o in returning:
+            key = (tuple(id(h) for h in o[0].sinks), _shape(o[2]), len(o[0].envs))
+            groups.setdefault(key, []).append(o)
+        out: list[Outcome] = []
+        for members in groups.values():
+            vals = [m[2] for m in members]
+            first_val = vals[0]
+            value = first_val if all(_same(v, first_val) for v in vals) else \
+                Unknown(f"differs between the {len(members)} paths through {where}")  # fmt: skip
+            (state,) = merge_paths([m[0] for m in members], where, force=True)
+            out.append((state, "return", value))
+        return out
 
     def _memo_key(
         self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]
@@ -827,7 +851,7 @@ class Engine(StmtMixin):
         summary = self.facts.summaries.get(fn.qualname)
         if summary is not None:
             return [(s, "return", v) for s, v in self._summary(st, fn, summary)]
-        if self.facts.is_opaque(fn.qualname) or isinstance(fn.node, ast.Lambda):
+        if self.facts.is_opaque(fn.qualname):
             return [(st, "return", Unknown(f"{fn.qualname} is not entered"))]
         if len(st.frames) >= self.budget.max_depth:
             st.stopped = f"call depth {self.budget.max_depth} exceeded at {fn.qualname}"
@@ -849,7 +873,10 @@ class Engine(StmtMixin):
         stack.append((fn.bound, fn.owner or self._owner_of(fn)))
         self._self_stack = stack
         try:
-            outcomes = self.exec_block(st, list(fn.node.body))
+            if isinstance(fn.node, ast.Lambda):  # its body is one expression
+                outcomes = [(s, "return", v) for s, v in self.ev(st, fn.node.body)]
+            else:
+                outcomes = self.exec_block(st, list(fn.node.body))
         except BudgetExceeded as exc:
             st.stopped = str(exc)
             outcomes = [(st, "stop", Unknown(str(exc)))]

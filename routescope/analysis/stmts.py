@@ -25,12 +25,13 @@ GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `gl
 MERGE_AT = 24
 
 
-def merge_paths(states: list[PathState], where: str) -> list[PathState]:
+def merge_paths(states: list[PathState], where: str, force: bool = False) -> list[PathState]:
+    """Join paths that reached the same kernels (`force`: all of them, whatever they reached)."""
     groups: dict[tuple[object, ...], list[PathState]] = {}
     for s in states:
         claims = tuple(sorted((k, id(v)) for k, v in s.claims.items()))
-        key = (tuple(id(h) for h in s.sinks), claims, len(s.envs), s.stopped)
-        groups.setdefault(key, []).append(s)
+        key: tuple[object, ...] = (tuple(id(h) for h in s.sinks), claims, len(s.envs), s.stopped)
+        groups.setdefault(("all",) if force else key, []).append(s)
     out: list[PathState] = []
     for members in groups.values():
         first = members[0]
@@ -121,7 +122,7 @@ class StmtMixin(ExprMixin):
                     else:
                         done.append((s2, kind, val))
             live = nxt
-            if len(live) > MERGE_AT:
+            if len(live) > self.budget.merge_at:
                 live = merge_paths(live, f"{self.current_file()}:{stmt.lineno}")
             if len(live) + len(done) > self.budget.max_paths:
                 raise BudgetExceeded(
@@ -322,6 +323,10 @@ class StmtMixin(ExprMixin):
                         else:
                             out.append((s3, kind, val))
                 live = nxt
+                if (
+                    len(live) > self.budget.merge_at
+                ):  # each undecided iteration would double the paths
+                    live = merge_paths(live, f"{self.current_file()}:{node.lineno}")
             for s2 in live:
                 out.extend(self.exec_block(s2, node.orelse))
         return out
