@@ -34,7 +34,9 @@ def active() -> bool:
     """
     if configured_k0() <= 0:
         return False
-    from sglang.srt.model_executor.cuda_graph_runner import get_is_capture_mode
+    from sglang.srt.model_executor.cuda_graph_runner import (  # type: ignore[import-not-found]
+        get_is_capture_mode,
+    )
 
     return bool(get_is_capture_mode())
 
