@@ -37,9 +37,9 @@ def _root(
 
 def _register() -> None:
     # One module per command; each exposes `register(app)`.
-    from routescope.cli import cache, gpus, inspect, report, simulate, source
+    from routescope.cli import cache, check, gpus, inspect, report, simulate, source
 
-    for module in (inspect, gpus, simulate, source, cache, report):
+    for module in (inspect, gpus, simulate, source, cache, report, check):
         module.register(app)
 
 
