@@ -182,8 +182,10 @@ def diff_entries(before: LockEntry, after: LockEntry) -> PathChange | None:
             (d.value, d.parts) for d in news
         ]:
             changed.append((olds[0], news[0]))
-    only_before = tuple(d for k, ds in old.items() if k not in new for d in ds)
-    only_after = tuple(d for k, ds in new.items() if k not in old for d in ds)
+    # Guards in a function both paths run (where they part) first; repeats of a guard once.
+    shared = {k[0] for k in old} & {k[0] for k in new}
+    only_before = _firsts([d for k, ds in old.items() if k not in new for d in ds], shared)
+    only_after = _firsts([d for k, ds in new.items() if k not in old for d in ds], shared)
     return PathChange(fields, tuple(changed), only_before, only_after)
 
 
@@ -192,3 +194,13 @@ def _by_key(decisions: tuple[Decision, ...]) -> dict[tuple[str, str], list[Decis
     for d in decisions:
         out.setdefault(d.key(), []).append(d)
     return out
+
+
+def _firsts(decisions: list[Decision], shared: set[str]) -> tuple[Decision, ...]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for d in decisions:
+        if (d.function, d.condition, d.value) not in seen:
+            seen.add((d.function, d.condition, d.value))
+            out.append(d)
+    return tuple(sorted(out, key=lambda d: d.function not in shared))

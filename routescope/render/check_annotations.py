@@ -8,6 +8,8 @@ from pathlib import Path
 from routescope.check.findings import CheckResult, Outcome
 from routescope.render.check_common import shown_path, title
 
+_MAX_DETAILS = 12  # an annotation is a pointer; the job log has the whole diff
+
 
 def escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
@@ -29,7 +31,10 @@ def render(result: CheckResult) -> str:
         if f.outcome is Outcome.PASS:
             continue
         level = "error" if f.outcome is Outcome.FAIL else "warning"
-        message = "\n".join((f.message, *f.details))
+        details = list(f.details[:_MAX_DETAILS])
+        if len(f.details) > _MAX_DETAILS:
+            details.append(f"... {len(f.details) - _MAX_DETAILS} more lines in the job log")
+        message = "\n".join((f.message, *details))
         out.append(command(level, file, f.line, title(f), message))
     return "".join(line + "\n" for line in out)
 
