@@ -4,6 +4,7 @@ policy file's line, with the framework's call path to the top-k sink as a codeFl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from routescope import __version__
@@ -14,9 +15,11 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def _location(uri: str, base: str, line: int, text: str | None = None) -> dict[str, Any]:
-    loc: dict[str, Any] = {"physicalLocation": {
-        "artifactLocation": {"uri": uri, "uriBaseId": base}, "region": {"startLine": max(1, line)},
-    }}  # fmt: skip
+    # a path outside the working directory is absolute: a file:// URI with no base
+    artifact = {"uri": Path(uri).as_uri()} if uri.startswith("/") else {"uri": uri, "uriBaseId": base}
+    loc: dict[str, Any] = {
+        "physicalLocation": {"artifactLocation": artifact, "region": {"startLine": max(1, line)}}
+    }
     if text is not None:
         loc["message"] = {"text": text}
     return loc
