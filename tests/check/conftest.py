@@ -14,10 +14,14 @@ DSV3 = str(CONFIGS / "deepseek-ai--DeepSeek-V3.json")
 QWEN3 = str(CONFIGS / "Qwen--Qwen3-30B-A3B.json")
 
 
-def policy_text(models: list[str], framework: str, gpus: list[str], rules: str = "", tp: int = 8) -> str:
+def policy_text(
+    models: list[str], framework: str, gpus: list[str], rules: str = "", tp: int = 8
+) -> str:
     listed = "".join(f'  "{m}",\n' for m in models)
-    text = f'models = [\n{listed}]\nframework = "{framework}"\ngpus = {gpus!r}\ntp = {tp}\n'.replace(
-        "'", '"'
+    text = (
+        f'models = [\n{listed}]\nframework = "{framework}"\ngpus = {gpus!r}\ntp = {tp}\n'.replace(
+            "'", '"'
+        )
     )
     return text + (f"\n[rules]\n{rules}" if rules else "")
 

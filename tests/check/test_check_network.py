@@ -63,11 +63,15 @@ def test_forbidden_torch_compile_fails_glm5_on_0_5_9(
     ) in out
 
 
-def test_glm5_sm100_0_5_12_is_not_insertable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_glm5_sm100_0_5_12_is_not_insertable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rules = "require_oea_insertable = true\n"
     path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.12", ["sm100"], rules))
     junit = tmp_path / "out.xml"
-    code, out, _ = run(["check", "--policy", str(path), "--update-lock", "--junit", str(junit)], capsys)
+    code, out, _ = run(
+        ["check", "--policy", str(path), "--update-lock", "--junit", str(junit)], capsys
+    )
     assert code == ExitCode.CHECK_FAILED, out
     assert "FAIL zai-org--GLM-5 sm100 oea-insertable: OEA not insertable: routing is fused" in out
     assert "BypassedTopKOutput" in out
@@ -95,7 +99,9 @@ def test_a_new_gpu_is_a_change(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_shared_index_gives_the_same_report_as_inspect(tmp_path: Path) -> None:
-    policy = load_policy(write_policy(tmp_path, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"])))
+    policy = load_policy(
+        write_policy(tmp_path, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"]))
+    )
     cells = run_matrix(policy)
     assert [(c.model, c.gpu) for c in cells] == [
         (GLM5, "sm120"), (GLM5, "sm100"), (DSV3, "sm120"), (DSV3, "sm100"),
@@ -115,7 +121,9 @@ def test_outputs_are_byte_identical_across_runs(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     rules = 'forbid_sink_kinds = ["torch_compile"]\nrequire_oea_insertable = true\n'
-    path = write_policy(tmp_path, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"], rules))
+    path = write_policy(
+        tmp_path, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"], rules)
+    )
     outputs = []
     for i in range(2):
         summary = tmp_path / f"summary{i}.md"
@@ -124,15 +132,25 @@ def test_outputs_are_byte_identical_across_runs(
                 "--junit", f"j{i}.xml", "--sarif", f"s{i}.sarif"]  # fmt: skip
         code, out, _ = run(args, capsys)
         assert code == ExitCode.CHECK_FAILED
-        files = [(tmp_path / n).read_bytes() for n in (f"j{i}.xml", f"s{i}.sarif", "routescope.lock")]
+        files = [
+            (tmp_path / n).read_bytes() for n in (f"j{i}.xml", f"s{i}.sarif", "routescope.lock")
+        ]
         outputs.append((out, summary.read_text(), *files))
     assert outputs[0] == outputs[1]
-    assert "::error file=routescope.toml,line=2,title=routescope forbid-sink-kinds%3A zai-org--GLM-5" in outputs[0][0]
+    assert (
+        "::error file=routescope.toml,line=2,title=routescope forbid-sink-kinds%3A zai-org--GLM-5"
+        in outputs[0][0]
+    )
     assert "## routescope check failed" in outputs[0][1]
-    assert "| zai-org--GLM-5 | sm100 | `(none)` | bypassed | not insertable | ❌ fail (oea-insertable) |" in outputs[0][1]
+    assert (
+        "| zai-org--GLM-5 | sm100 | `(none)` | bypassed | not insertable "
+        "| ❌ fail (oea-insertable) |" in outputs[0][1]
+    )
 
 
-def test_unsupported_version_never_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unsupported_version_never_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """0.5.16 and later give provisional/unknown paths today: exit 2 (or 1 when required)."""
     text = policy_text([GLM5], "sglang==0.5.16", ["sm120"], "require_selected_path = false\n")
     path = write_policy(tmp_path, text)

@@ -40,9 +40,22 @@ def _multitool() -> Path:
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("check")
     rules = 'forbid_sink_kinds = ["torch_compile"]\nrequire_oea_insertable = true\n'
-    path = write_policy(folder, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"], rules))
+    path = write_policy(
+        folder, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"], rules)
+    )
     sarif, junit = folder / "out.sarif", folder / "out.xml"
-    code = main(["check", "--policy", str(path), "--update-lock", "--sarif", str(sarif), "--junit", str(junit)])
+    code = main(
+        [
+            "check",
+            "--policy",
+            str(path),
+            "--update-lock",
+            "--sarif",
+            str(sarif),
+            "--junit",
+            str(junit),
+        ]
+    )
     assert code == ExitCode.CHECK_FAILED
     return sarif, junit
 
@@ -75,7 +88,9 @@ def test_junit_has_one_testcase_per_model_gpu_rule(outputs: tuple[Path, Path]) -
     root = ET.parse(outputs[1]).getroot()
     cases = root.findall("./testsuite/testcase")
     assert len(cases) == 2 * 2 * 3  # models x GPUs x (selected-path, forbid, oea); no lock rule
-    failed = sorted((c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None)
+    failed = sorted(
+        (c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None
+    )
     assert failed == [
         ("routescope.deepseek-ai--DeepSeek-V3", "sm100 oea-insertable"),
         ("routescope.zai-org--GLM-5", "sm100 oea-insertable"),

@@ -12,7 +12,9 @@ from routescope.render.check_annotations import command, escape_data, escape_pro
 from tests.check.conftest import GLM5, policy_text, run, write_policy
 
 
-def test_unknown_key_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_key_names_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = policy_text([GLM5], "sglang==0.5.12", ["sm120"]) + "gpu_count = 8\n"
     path = write_policy(tmp_path, text)
     code, _, err = run(["check", "--policy", str(path)], capsys)
@@ -21,7 +23,9 @@ def test_unknown_key_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureF
     assert f"{path}:{line}: unknown key 'gpu_count'" in err
 
 
-def test_unknown_rule_in_pyproject_names_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_rule_in_pyproject_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     text = (
         '[project]\nname = "x"\n\n[tool.routescope]\n'
         f'models = ["{GLM5}"]\nframework = "sglang==0.5.12"\ngpus = ["sm120"]\n\n'
@@ -34,7 +38,9 @@ def test_unknown_rule_in_pyproject_names_its_line(tmp_path: Path, capsys: pytest
     assert f"{path}:11: unknown rule 'forbid_sink_kind'" in err
 
 
-def test_malformed_toml_exits_2_with_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_toml_exits_2_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write_policy(tmp_path, 'framework = "sglang==0.5.12"\ngpus = ["sm120"\ntp = 8\n')
     code, out, err = run(["check", "--policy", str(path)], capsys)
     assert code == ExitCode.ERROR and out == ""
@@ -70,11 +76,15 @@ def test_models_must_exist_or_be_pinned(
 @pytest.mark.parametrize(
     ("rules", "why"),
     [
-        pytest.param('forbid_sink_kinds = ["torch_compiled"]\n', "unknown sink kind", id="typo kind"),
+        pytest.param(
+            'forbid_sink_kinds = ["torch_compiled"]\n', "unknown sink kind", id="typo kind"
+        ),
         pytest.param("require_oea_insertable = 1\n", "must be true or false", id="not a bool"),
     ],
 )
-def test_rule_values_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str], rules: str, why: str) -> None:
+def test_rule_values_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], rules: str, why: str
+) -> None:
     path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.12", ["sm120"], rules))
     code, _, err = run(["check", "--policy", str(path)], capsys)
     assert code == ExitCode.ERROR and f"{path}:9: " in err and why in err
