@@ -16,7 +16,9 @@ SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 def _location(uri: str, base: str, line: int, text: str | None = None) -> dict[str, Any]:
     # a path outside the working directory is absolute: a file:// URI with no base
-    artifact = {"uri": Path(uri).as_uri()} if uri.startswith("/") else {"uri": uri, "uriBaseId": base}
+    artifact = (
+        {"uri": Path(uri).as_uri()} if uri.startswith("/") else {"uri": uri, "uriBaseId": base}
+    )
     loc: dict[str, Any] = {
         "physicalLocation": {"artifactLocation": artifact, "region": {"startLine": max(1, line)}}
     }
