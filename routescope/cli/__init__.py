@@ -37,9 +37,9 @@ def _root(
 
 def _register() -> None:
     # One module per command; each exposes `register(app)`.
-    from routescope.cli import cache, gpus, inspect, patch, report, simulate, source
+    from routescope.cli import cache, check, gpus, inspect, patch, report, simulate, source
 
-    for module in (inspect, gpus, simulate, source, cache, report, patch):
+    for module in (inspect, report, check, patch, simulate, gpus, source, cache):
         module.register(app)
 
 

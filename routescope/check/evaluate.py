@@ -1,0 +1,161 @@
+"""Apply a policy's rules and the lock to each cell of the matrix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from routescope.check.findings import Finding, Frame, Outcome
+from routescope.check.lock import Lock, LockEntry, diff_entries, entry_from_report
+from routescope.check.matrix import Cell
+from routescope.check.policy import BYPASSED, Policy
+
+
+def _frames(report: dict[str, Any]) -> tuple[Frame, ...]:
+    paths = report["dispatch"]["paths"]
+    if not paths:
+        return ()
+    path = paths[0]
+    frames = [Frame(f["file"], int(f["line"]), f["function"]) for f in path["frames"] if f["file"]]
+    sink = path["sink"]
+    if sink and sink.get("file"):
+        frames.append(Frame(sink["file"], int(sink["line"]), f"{sink['name']} ({sink['kind']})"))
+    return tuple(frames)
+
+
+def evaluate_cell(
+    policy: Policy, cell: Cell, lock: Lock | None, lock_note: str | None
+) -> list[Finding]:
+    """The findings for one cell: selected-path, the enabled rules, then the lock (unless
+    `lock` is None and `lock_note` is None: the lock is being written)."""
+    rules = ["selected-path"]
+    if policy.forbid_sink_kinds:
+        rules.append("forbid-sink-kinds")
+    if policy.require_oea_insertable:
+        rules.append("oea-insertable")
+    if lock is not None or lock_note is not None:
+        rules.append("lock")
+    line = policy.line(f"model:{cell.model}")
+
+    def finding(
+        rule: str,
+        outcome: Outcome,
+        message: str,
+        details: tuple[str, ...] = (),
+        frames: tuple[Frame, ...] = (),
+    ) -> Finding:
+        return Finding(cell.model, cell.gpu, rule, outcome, message, details, line, frames)
+
+    if cell.report is None:
+        error = f"could not be analysed: {cell.error}"
+        return [finding(r, Outcome.UNDECIDED, error) for r in rules]
+    dispatch = cell.report["dispatch"]
+    frames = _frames(cell.report)
+    entry = entry_from_report(cell.model, cell.gpu, cell.report)
+    out: list[Finding] = []
+    if dispatch["status"] == "selected":
+        out.append(
+            finding(
+                "selected-path", Outcome.PASS, f"path selected: {_path_text(entry)}", frames=frames
+            )
+        )
+    else:
+        why: list[str] = [
+            f"{u['file']}:{u['line']}: {u['condition']} ({u.get('undecided_because') or '?'})"
+            for u in dispatch.get("undecided", [])
+        ] + [f"incomplete: {i}" for i in dispatch.get("incomplete", [])]
+        outcome = Outcome.FAIL if policy.require_selected_path else Outcome.UNDECIDED
+        out.append(
+            finding(
+                "selected-path",
+                outcome,
+                f"decode path not decided (status {dispatch['status']})",
+                tuple(why),
+            )
+        )
+        return out + [
+            finding(r, Outcome.UNDECIDED, "the decode path is not decided") for r in rules[1:]
+        ]
+    if "forbid-sink-kinds" in rules:
+        kind = entry.field("sink_kind") or BYPASSED
+        bad = kind in policy.forbid_sink_kinds
+        msg = f"sink {entry.field('sink')} is of kind {kind}" + (
+            ", which the policy forbids" if bad else ""
+        )
+        out.append(
+            finding("forbid-sink-kinds", Outcome.FAIL if bad else Outcome.PASS, msg, frames=frames)
+        )
+    if "oea-insertable" in rules:
+        verdict = cell.report.get("verdict") or {}
+        ok = verdict.get("insertable") is True
+        details: tuple[str, ...] = ()
+        switch = verdict.get("switch")
+        if not ok and switch:
+            flag, now = switch.get("flag"), switch.get("current")
+            details = (f"switch: {flag} {switch.get('suggest')} (now {now})",)
+        msg = (
+            ("OEA insertable at " + str(entry.field("insertion_point")))
+            if ok
+            else f"OEA not insertable: {verdict.get('why', 'no verdict')}"
+        )
+        out.append(
+            finding("oea-insertable", Outcome.PASS if ok else Outcome.FAIL, msg, details, frames)
+        )
+    if "lock" in rules:
+        out.append(_lock_finding(cell, entry, lock, lock_note, finding, frames))
+    return out
+
+
+def _path_text(e: LockEntry) -> str:
+    return f"{e.field('sink')} ({e.field('sink_kind')})"
+
+
+def _lock_finding(
+    cell: Cell,
+    entry: LockEntry,
+    lock: Lock | None,
+    note: str | None,
+    finding: Callable[..., Finding],
+    frames: tuple[Frame, ...],
+) -> Finding:
+    if lock is None:
+        return finding("lock", Outcome.UNDECIDED, note or "no lock file")
+    before = lock.entries.get((cell.model, cell.gpu))
+    if before is None:
+        return finding(
+            "lock",
+            Outcome.FAIL,
+            "not in the lock file (new model or GPU); "
+            "run `routescope check --update-lock` and review the change",
+        )
+    change = diff_entries(before, entry)
+    if change is None:
+        return finding(
+            "lock", Outcome.PASS, f"matches the lock: {_path_text(entry)}", frames=frames
+        )
+    lines = [f"{name}: {old} -> {new}" for name, old, new in change.fields]
+    lines += [f"changed: {a.condition}: {a.value} -> {b.value}" for a, b in change.changed]
+    lines += [f"  before: {a.shown()}" for a, _ in change.changed]
+    lines += [f"  after:  {b.shown()}" for _, b in change.changed]
+    lines += [f"only before ({lock.framework}): {d.shown()}" for d in change.only_before]
+    lines += [f"only after: {d.shown()}" for d in change.only_after]
+    msg = f"path changed: {_path_text(before)} -> {_path_text(entry)}"
+    return finding("lock", Outcome.FAIL, msg, tuple(lines), frames)
+
+
+def stale_entries(policy: Policy, cells: list[Cell], lock: Lock) -> list[Finding]:
+    """Lock entries for a model x GPU the policy no longer lists: a change too."""
+    live = {(c.model, c.gpu) for c in cells}
+    return [
+        Finding(
+            m,
+            g,
+            "lock",
+            Outcome.FAIL,
+            "in the lock but no longer in the policy; run `routescope check --update-lock`",
+            (),
+            policy.line("models"),
+        )
+        for (m, g) in sorted(lock.entries)
+        if (m, g) not in live
+    ]

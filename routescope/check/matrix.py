@@ -1,0 +1,58 @@
+"""Run a policy's model x GPU matrix: one parsed index per framework version, reused by every cell.
+
+api.inspect builds a fresh Index per call; here the source tree is opened and indexed once, and
+each model's config is read once, so the parse cost is paid once per version, not per cell.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from routescope.analysis.dispatch import Deployment, trace_dispatch
+from routescope.analysis.frameworks import load_framework
+from routescope.analysis.index import Index
+from routescope.check.policy import Policy
+from routescope.errors import RoutescopeError
+from routescope.hardware import resolve_gpu
+from routescope.intake import load_spec
+from routescope.report import build_report
+from routescope.source.open import open_source
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One model on one GPU: the full report, or why there is none."""
+
+    model: str  # as written in the policy
+    gpu: str  # as written in the policy
+    report: dict[str, Any] | None
+    error: str | None = None
+
+
+def run_matrix(policy: Policy, *, offline: bool = False) -> list[Cell]:
+    """Every (model, gpu) of `policy` in policy order. Opening the framework source can raise
+    RoutescopeError (unreachable registry, nothing cached): then no cell can be decided."""
+    m = re.match(r"^([^=]+)==(.+)$", policy.framework)
+    assert m is not None  # the policy validated it
+    name, version = m.group(1).lower(), m.group(2)
+    rules = load_framework(name)
+    tree = open_source(f"{rules.data['distribution']}=={version}", offline=offline)
+    index = Index(tree)
+    cells: list[Cell] = []
+    for model in policy.models:
+        try:
+            spec = load_spec(policy.model_ref(model), offline=offline)
+        except RoutescopeError as exc:
+            cells.extend(Cell(model, gpu, None, exc.message) for gpu in policy.gpus)
+            continue
+        for gpu in policy.gpus:
+            dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant)
+            try:
+                dispatch = trace_dispatch(index, rules, spec, dep, version, tree.origin)
+            except RoutescopeError as exc:
+                cells.append(Cell(model, gpu, None, f"{exc.subject}: {exc.message}"))
+                continue
+            cells.append(Cell(model, gpu, build_report(spec, dep, dispatch)))
+    return cells

@@ -1,0 +1,162 @@
+"""`routescope check` end to end on real SGLang wheels (0.5.9, 0.5.12): lock, rules, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from routescope import api
+from routescope.check import load_policy
+from routescope.check.matrix import run_matrix
+from routescope.errors import ExitCode
+from tests.check.conftest import DSV3, GLM5, policy_text, run, write_policy
+
+pytestmark = pytest.mark.network
+
+
+def test_lock_from_0_5_12_fails_on_0_5_9_and_names_the_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_policy(tmp_path, policy_text([DSV3], "sglang==0.5.12", ["sm120"]))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.OK, out
+    lock = (tmp_path / "routescope.lock").read_text()
+    assert 'sink = "flashinfer.fused_moe.fused_topk_deepseek"' in lock
+    assert 'sink_kind = "flashinfer"' in lock and 'top_k = "9"' in lock
+
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.OK, out  # same version: same path
+
+    path.write_text(path.read_text().replace("0.5.12", "0.5.9"))
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.CHECK_FAILED, out
+    assert (
+        "path changed: flashinfer.fused_moe.fused_topk_deepseek (flashinfer) -> "
+        "sgl_kernel.moe_fused_gate (cuda_kernel)"
+    ) in out
+    assert "sink_kind: flashinfer -> cuda_kernel" in out
+    # the decisive guards: 0.5.12's flashinfer guard held; 0.5.9's refuses the fused shared
+    # expert slot and its moe_fused_gate guard holds
+    assert "only before (sglang==0.5.12): _is_cuda and fused_topk_deepseek is not None and" in out
+    assert "num_fused_shared_experts == 0 -> false" in out
+    assert (
+        "only after: _is_cuda and experts_per_group <= 32 and is_power_of_two(num_experts) -> true"
+        in out
+    )
+    assert "note: routescope.lock was recorded with sglang==0.5.12; checking sglang==0.5.9" in out
+    assert (tmp_path / "routescope.lock").read_text() == lock  # a check never rewrites the lock
+
+
+def test_forbidden_torch_compile_fails_glm5_on_0_5_9(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = 'forbid_sink_kinds = ["torch_compile"]\n'
+    path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.9", ["sm120"], rules))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.CHECK_FAILED, out
+    assert (
+        "FAIL zai-org--GLM-5 sm120 forbid-sink-kinds: sink "
+        "sglang.srt.layers.moe.topk:biased_grouped_topk_impl is of kind torch_compile, "
+        "which the policy forbids"
+    ) in out
+
+
+def test_glm5_sm100_0_5_12_is_not_insertable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = "require_oea_insertable = true\n"
+    path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.12", ["sm100"], rules))
+    junit = tmp_path / "out.xml"
+    code, out, _ = run(
+        ["check", "--policy", str(path), "--update-lock", "--junit", str(junit)], capsys
+    )
+    assert code == ExitCode.CHECK_FAILED, out
+    assert "FAIL zai-org--GLM-5 sm100 oea-insertable: OEA not insertable: routing is fused" in out
+    assert "BypassedTopKOutput" in out
+    assert "switch: --moe-runner-backend triton (now flashinfer_trtllm)" in out
+    lock = (tmp_path / "routescope.lock").read_text()
+    assert 'sink_kind = "bypassed"' in lock and "insertion_point" not in lock
+
+
+def test_no_lock_is_could_not_decide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.12", ["sm120"]))
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.ERROR
+    assert "no lock file routescope.lock; run `routescope check --update-lock`" in out
+
+
+def test_a_new_gpu_is_a_change(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.12", ["sm120"]))
+    assert run(["check", "--policy", str(path), "--update-lock"], capsys)[0] == ExitCode.OK
+    path.write_text(path.read_text().replace('["sm120"]', '["sm120", "sm90"]'))
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.CHECK_FAILED and "sm90 lock: not in the lock file" in out
+    path.write_text(path.read_text().replace('["sm120", "sm90"]', '["sm90"]'))
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.CHECK_FAILED and "in the lock but no longer in the policy" in out
+
+
+def test_shared_index_gives_the_same_report_as_inspect(tmp_path: Path) -> None:
+    policy = load_policy(
+        write_policy(tmp_path, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"]))
+    )
+    cells = run_matrix(policy)
+    assert [(c.model, c.gpu) for c in cells] == [
+        (GLM5, "sm120"), (GLM5, "sm100"), (DSV3, "sm120"), (DSV3, "sm100"),
+    ]  # fmt: skip
+    for cell in cells:
+        req = api.InspectRequest(model=cell.model, framework="sglang==0.5.12", gpu=cell.gpu, tp=8)
+        expected = api.inspect(req)
+        got = cell.report
+        assert got is not None
+        for doc in (expected, got):
+            doc["dispatch"]["notes"] = [n for n in doc["dispatch"]["notes"] if "seconds" not in n]
+        assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def test_outputs_are_byte_identical_across_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rules = 'forbid_sink_kinds = ["torch_compile"]\nrequire_oea_insertable = true\n'
+    path = write_policy(
+        tmp_path, policy_text([GLM5, DSV3], "sglang==0.5.12", ["sm120", "sm100"], rules)
+    )
+    outputs = []
+    for i in range(2):
+        summary = tmp_path / f"summary{i}.md"
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+        args = ["check", "--policy", str(path), "--update-lock", "--annotations",
+                "--junit", f"j{i}.xml", "--sarif", f"s{i}.sarif"]  # fmt: skip
+        code, out, _ = run(args, capsys)
+        assert code == ExitCode.CHECK_FAILED
+        files = [
+            (tmp_path / n).read_bytes() for n in (f"j{i}.xml", f"s{i}.sarif", "routescope.lock")
+        ]
+        outputs.append((out, summary.read_text(), *files))
+    assert outputs[0] == outputs[1]
+    assert (
+        "::error file=routescope.toml,line=2,title=routescope forbid-sink-kinds%3A zai-org--GLM-5"
+        in outputs[0][0]
+    )
+    assert "## routescope check failed" in outputs[0][1]
+    assert (
+        "| zai-org--GLM-5 | sm100 | `(none)` | bypassed | not insertable "
+        "| ❌ fail (oea-insertable) |" in outputs[0][1]
+    )
+
+
+def test_unsupported_version_never_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.5.16 and later give provisional/unknown paths today: exit 2 (or 1 when required)."""
+    text = policy_text([GLM5], "sglang==0.5.16", ["sm120"], "require_selected_path = false\n")
+    path = write_policy(tmp_path, text)
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.ERROR, out
+    assert "routescope.lock not written" in out and not (tmp_path / "routescope.lock").exists()
+    path.write_text(text.replace("false", "true"))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.CHECK_FAILED and "decode path not decided (status" in out
