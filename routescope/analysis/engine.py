@@ -873,6 +873,7 @@ class Engine(StmtMixin):
         stack.append((fn.bound, fn.owner or self._owner_of(fn)))
         self._self_stack = stack
         try:
+            outcomes: list[Outcome]
             if isinstance(fn.node, ast.Lambda):  # its body is one expression
                 outcomes = [(s, "return", v) for s, v in self.ev(st, fn.node.body)]
             else:
