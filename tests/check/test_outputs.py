@@ -16,7 +16,9 @@ from tests.check.conftest import DSV3, GLM5, policy_text, write_policy
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.network
-NODE = ROOT / ".cache" / "node"  # git-ignored
+NODE = (
+    ROOT / ".cache" / "node-sarif"
+)  # git-ignored; its own prefix: npm prunes what a prefix's package.json lacks
 
 
 def _multitool() -> Path:
