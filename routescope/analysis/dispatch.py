@@ -295,20 +295,13 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
 
 
 def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    spec = rules.data.get("validated")
-    if not spec:
+    """A note when `version` is not one the rule file's cases confirm ("" when it is)."""
+    validated = rules.data.get("validated")
+    if not validated or version in validated:
         return ""
-    try:
-        inside = version is not None and Version(version) in SpecifierSet(spec)
-    except (InvalidSpecifier, InvalidVersion):
-        inside = False
-    if inside:
-        return ""
-    return (f"{rules.id} {version or '(unversioned checkout)'} is outside the releases this "
-            f"trace is validated against ({spec}); the path is provisional")  # fmt: skip
+    known = ", ".join(validated)
+    return (f"{rules.id} {version or '(unversioned checkout)'} is not among the releases this "
+            f"trace is validated against ({known}); the path is provisional")  # fmt: skip
 
 
 def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: Deployment,
