@@ -103,6 +103,7 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
         and args
         and isinstance(args[0], Instance)
         and args[0].label in ("tuple", "dict")
+        and "*" not in args[0].fields
     ):
         return Const(len(args[0].fields))
     if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):

@@ -18,7 +18,17 @@ from routescope.analysis.builtins import (
     const_attribute,
 )
 from routescope.analysis.facts import Facts
-from routescope.analysis.interp import Budget, BudgetExceeded, Paths, merge_origins
+from routescope.analysis.interp import (
+    LIST_UNKNOWN,
+    Budget,
+    BudgetExceeded,
+    Paths,
+    is_list,
+    merge_origins,
+    new_list,
+    seq_items,
+    snapshot,
+)
 from routescope.analysis.state import Frame, PathState, SinkHit
 from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin
 from routescope.analysis.values import (
@@ -80,6 +90,19 @@ def _same(a: Value | None, b: Value | None) -> bool:
         return repr(a.value) == repr(b.value)
     if isinstance(a, EnumMember) and isinstance(b, EnumMember):
         return a.cls is b.cls and a.name == b.name
+    if (
+        isinstance(a, Instance)
+        and isinstance(b, Instance)
+        and a.cls is None
+        and b.cls is None
+        and a.label == b.label
+        and a.label in ("dict", "tuple")
+    ):
+        # equal literals made on different paths (`return {}` on each): callers group paths
+        # by what they changed in the heap first, so these objects' own fields are their view
+        return a.fields.keys() == b.fields.keys() and all(
+            _same(a.fields[k], b.fields[k]) for k in a.fields
+        )
     return False
 
 
@@ -304,7 +327,9 @@ class Engine(StmtMixin):
     def _closure(self) -> dict[str, Value] | None:
         return getattr(self, "_closure_env", None)
 
-    def attribute(self, st: PathState, obj: Value, name: str) -> Paths:
+    def attribute(self, st: PathState, obj: Value, name: str, hook: bool = True) -> Paths:
+        """`hook`: a miss on a framework object goes to its class's __getattr__ (off for
+        object.__getattribute__)."""
         obj = self._resolve(obj)
         if isinstance(obj, ModuleVal):
             return [(st, self.module_attr(obj, name))]
@@ -320,6 +345,8 @@ class Engine(StmtMixin):
             return [(st, found or Unknown(f"super() has no attribute {name}"))]
         if isinstance(obj, Instance) and obj.label == "dict" and obj.cls is None:
             return [(st, _DictMethod(obj, name))]
+        if isinstance(obj, Instance) and is_list(obj):
+            return [(st, _ListMethod(obj, name))]
         if isinstance(obj, Instance):
             fields = st.fields(obj)
             if name in fields:
@@ -345,6 +372,9 @@ class Engine(StmtMixin):
                     return [(st, found.bind(obj))]
                 if found is not None:
                     return [(st, found)]
+                getattr_hook = obj.cls.lookup("__getattr__") if hook else None
+                if isinstance(getattr_hook, FunctionVal) and not name.startswith("__"):
+                    return self.call(st, getattr_hook.bind(obj), [Const(name)], {}, None)
                 if obj.cls.external_bases():
                     return [
                         (
@@ -426,7 +456,25 @@ class Engine(StmtMixin):
             qual, node, mod, self._decorator_names(st, node.decorator_list), closure=closure
         )
         fn.origins = (f"{mod.relpath}:{node.lineno}",)
+        if node.decorator_list and owner_prefix == "" and st.env is mod.globals:
+            self._register(st, fn, node.decorator_list)
         return fn
+
+    def _register(self, st: PathState, fn: FunctionVal, decorators: list[ast.expr]) -> None:
+        """Run the framework's own decorators of a module-level function for what they record
+        (a registry's append); the name keeps the function itself, as before."""
+        for d in reversed(decorators):
+            try:
+                heads = self.ev(st.fork(), d)
+                dec = self._resolve(heads[0][1]) if len(heads) == 1 else None
+                if not isinstance(dec, FunctionVal):
+                    continue
+                results = self.call(heads[0][0], dec, [fn], {}, None)
+            except BudgetExceeded:
+                continue
+            if len(results) == 1:
+                done = results[0][0]
+                st.heap, st.heap_objs = done.heap, done.heap_objs
 
     def make_lambda(self, st: PathState, node: ast.Lambda) -> Value:
         """A lambda closes over the variables in scope where it is written."""
@@ -510,7 +558,7 @@ class Engine(StmtMixin):
              node: ast.AST | None) -> Paths:  # fmt: skip
         fn = self._resolve(fn)
         if isinstance(fn, BoundConst):
-            return [(st, call_bound_const(fn, args, kwargs))]
+            return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, _TensorMethod):
             made = fn.tensor.made_at or self._made_at(node)
             return [
@@ -518,6 +566,8 @@ class Engine(StmtMixin):
             ]
         if isinstance(fn, _DictMethod):
             return [(st, fn.call(st, args, kwargs))]
+        if isinstance(fn, _ListMethod):
+            return [(st, fn.call(self, st, args, kwargs))]
         if isinstance(fn, _Partial):
             return self.call(st, fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, node)
         if isinstance(fn, External):
@@ -567,6 +617,8 @@ class Engine(StmtMixin):
         env_value = self._env_call(name, args, kwargs, node)
         if env_value is not None:
             return [(st, env_value)]
+        if name != "isinstance":  # a list reads as its items on this path (isinstance: as a list)
+            args = [snapshot(st, a) for a in args]
         builtin = call_builtin(name, args, kwargs)
         if builtin is not None:
             return [(st, builtin)]
@@ -601,6 +653,14 @@ class Engine(StmtMixin):
                 else:
                     out.append((s, args[2] if missing and len(args) > 2 else v))
             return out
+        if name in ("object.__getattribute__", "builtins.object.__getattribute__") and (
+            len(args) == 2 and isinstance(args[1], Const)
+        ):
+            return self.attribute(st, args[0], str(args[1].value), hook=False)
+        if name in ("object.__setattr__", "builtins.object.__setattr__") and (
+            len(args) == 3 and isinstance(args[1], Const)
+        ):
+            name = "setattr"
         if name == "setattr" and len(args) == 3 and isinstance(args[1], Const):
             self.set_attribute(st, args[0], str(args[1].value), args[2])
             return [(st, Const(None))]
@@ -608,7 +668,7 @@ class Engine(StmtMixin):
             return [(st, self._super())]
         if name == "callable" and len(args) == 1:
             a = self._resolve(args[0])
-            if isinstance(a, (FunctionVal, ClassVal, BoundConst, _DictMethod)):
+            if isinstance(a, (FunctionVal, ClassVal, BoundConst, _DictMethod, _ListMethod)):
                 return [(st, Const(True))]
             if isinstance(a, Const):
                 return [(st, Const(callable(a.value)))]
@@ -622,9 +682,17 @@ class Engine(StmtMixin):
         if name == "dict" and (
             not args or (isinstance(args[0], Instance) and args[0].label == "dict")
         ):
-            fields = dict(args[0].fields) if args and isinstance(args[0], Instance) else {}
+            fields = dict(st.fields(args[0])) if args and isinstance(args[0], Instance) else {}
             fields.update({repr(k): v for k, v in kwargs.items()})
             return [(st, Instance(None, fields, "dict"))]
+        if name in ("list", "tuple") and len(args) <= 1 and not kwargs:
+            items = seq_items(st, args[0]) if args else []
+            if name == "list" and items is not None:
+                return [(st, new_list(items))]  # a new list this path can change
+            if name == "tuple" and items is not None and args and not isinstance(args[0], Const):
+                if all(isinstance(i, Const) for i in items):
+                    return [(st, Const(tuple(i.value for i in items), merge_origins(*items)))]  # type: ignore[attr-defined]
+                return [(st, Instance(None, {str(i): v for i, v in enumerate(items)}, "tuple"))]
         if name == "type" and len(args) == 1:
             a = self._resolve(args[0])
             return [(st, a.cls if isinstance(a, Instance) and a.cls else Unknown("type()"))]
@@ -1011,7 +1079,7 @@ def _tensors(vals: list[Value], depth: int = 2) -> list[Tensor]:
     for v in vals:
         if isinstance(v, Tensor):
             out.append(v)
-        elif isinstance(v, Instance) and v.label in ("tuple", "dict") and depth > 0:
+        elif isinstance(v, Instance) and v.label in ("tuple", "dict", "list") and depth > 0:
             out.extend(_tensors(list(v.fields.values()), depth - 1))
     return out
 
@@ -1124,14 +1192,17 @@ class _DictMethod(Value):
         key = repr(args[0].value) if args and isinstance(args[0], Const) else None
         if self.name == "update":
             if args and isinstance(args[0], Instance) and args[0].label == "dict":
-                f.update(args[0].fields)
+                f.update(st.fields(args[0]))
+            elif args:
+                f[LIST_UNKNOWN] = Unknown("dict updated from an unknown value")
             f.update({repr(k): v for k, v in kwargs.items()})
             return Const(None)
         if self.name in ("get", "pop", "setdefault") and key is not None:
             default = args[1] if len(args) > 1 else Const(None)
             if self.name == "setdefault" and key not in f:
                 f[key] = default
-            value = f.get(key, default)
+            missing = Unknown("dict of unknown contents") if LIST_UNKNOWN in f else default
+            value = f.get(key, missing)
             if self.name == "pop":
                 f.pop(key, None)
             return value
@@ -1144,6 +1215,107 @@ class _DictMethod(Value):
                      for i, (k, v) in enumerate(f.items())}  # fmt: skip
             return Instance(None, pairs, "tuple")
         return Unknown(f"dict.{self.name}()")
+
+
+class _ListMethod(Value):
+    """A method of a list the engine tracks item by item: a change goes to the path's own copy
+    of the items (copy-on-write), so sibling paths never see it."""
+
+    def __init__(self, target: Instance, name: str) -> None:
+        super().__init__()
+        self.target = target
+        self.name = name
+
+    def call(self, eng: Engine, st: PathState, args: list[Value],
+             kwargs: dict[str, Value]) -> Value:  # fmt: skip
+        name = self.name
+        items = seq_items(st, self.target)
+
+        def store(new: list[Value] | None, why: str = "") -> None:
+            st.replace_fields(
+                self.target,
+                {str(i): v for i, v in enumerate(new)}
+                if new is not None
+                else {LIST_UNKNOWN: Unknown(why or f"list.{name}()")},
+            )
+
+        if name == "clear" and not args:
+            store([])
+            return Const(None)
+        if name == "copy" and not args:
+            return new_list(items) if items is not None else _unknown_list()
+        if name in ("append", "extend", "insert", "pop", "remove", "reverse", "sort"):
+            result = self._change(eng, st, items, args, kwargs)
+            if result is None:
+                store(None)
+                return Unknown(f"list.{name}() of unknown contents")
+            new, value = result
+            store(new)
+            return value
+        if name in ("index", "count") and len(args) == 1 and items is not None:
+            hits = [eng.compare(ast.Eq(), snapshot(st, v), snapshot(st, args[0])) for v in items]
+            if not all(isinstance(h, Const) for h in hits):
+                return Unknown(f"list.{name}() of unknowns")
+            flags = [bool(h.value) for h in hits]  # type: ignore[attr-defined]
+            if name == "count":
+                return Const(sum(flags))
+            return Const(flags.index(True)) if True in flags else Unknown("list.index() raised")
+        return Unknown(f"list.{name}()")
+
+    def _change(self, eng: Engine, st: PathState, items: list[Value] | None, args: list[Value],
+                kwargs: dict[str, Value]) -> tuple[list[Value], Value] | None:  # fmt: skip
+        """The new items and the call's value; None when the contents are no longer known."""
+        name = self.name
+        if items is None:
+            return None
+        if name == "append" and len(args) == 1:
+            return [*items, args[0]], Const(None)
+        if name == "extend" and len(args) == 1:
+            more = args[0]
+            extra = (
+                [Const(x, more.origins) for x in more.value]
+                if isinstance(more, Const) and isinstance(more.value, (tuple, list, str))
+                else seq_items(st, more)
+            )
+            return None if extra is None else ([*items, *extra], Const(None))
+        if name == "insert" and len(args) == 2 and _index(args[0]) is not None:
+            new = list(items)
+            new.insert(cast(int, _index(args[0])), args[1])
+            return new, Const(None)
+        if name == "pop" and len(args) <= 1:
+            at = _index(args[0]) if args else -1
+            if at is None or not items or not -len(items) <= at < len(items):
+                return None
+            new = list(items)
+            value = new.pop(at)
+            return new, value
+        if name == "remove" and len(args) == 1:
+            for i, v in enumerate(items):
+                hit = eng.compare(ast.Eq(), snapshot(st, v), snapshot(st, args[0]))
+                if not isinstance(hit, Const):
+                    return None
+                if hit.value:
+                    return [*items[:i], *items[i + 1 :]], Const(None)
+            return None  # ValueError
+        if name == "reverse" and not args:
+            return items[::-1], Const(None)
+        if name == "sort" and not args and not kwargs and all(isinstance(i, Const) for i in items):
+            try:
+                order = sorted(items, key=lambda i: cast(Const, i).value)
+            except TypeError:
+                return None
+            return order, Const(None)
+        return None
+
+
+def _index(v: Value) -> int | None:
+    if isinstance(v, Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
+        return v.value
+    return None
+
+
+def _unknown_list() -> Instance:
+    return Instance(None, {LIST_UNKNOWN: Unknown("copy of a list of unknown contents")}, "list")
 
 
 def _key_value(key: str) -> Value:

@@ -89,6 +89,62 @@ def merge_origins(*vals: Value) -> tuple[str, ...]:
     return tuple(out)
 
 
+LIST_UNKNOWN = "*"  # a list field that says its contents are no longer known
+
+
+def is_list(v: Value) -> bool:
+    """A mutable list the engine tracks item by item (fields "0".."n-1" in the path's view)."""
+    return isinstance(v, Instance) and v.cls is None and v.label == "list"
+
+
+def new_list(items: list[Value]) -> Instance:
+    return Instance(None, {str(i): v for i, v in enumerate(items)}, "list")
+
+
+def seq_items(st: PathState, v: Value) -> list[Value] | None:
+    """The items of a tracked tuple or list as this path sees them; None when not known."""
+    if isinstance(v, Instance) and v.cls is None and v.label in ("tuple", "list"):
+        f = st.fields(v) if v.label == "list" else v.fields
+        if LIST_UNKNOWN in f:
+            return None
+        return list(f.values())
+    return None
+
+
+def is_dict(v: Value) -> bool:
+    return isinstance(v, Instance) and v.cls is None and v.label == "dict"
+
+
+def snapshot(st: PathState, v: Value) -> Value:
+    """A list as this path sees it now, as an immutable value (a Const list when every item is
+    known, else a tuple object); a dict this path changed, as a copy of its view; every other
+    value as it is."""
+    if is_dict(v):
+        assert isinstance(v, Instance)
+        view = st.fields(v)
+        return v if view is v.fields else Instance(None, dict(view), "dict")
+    if not is_list(v):
+        return v
+    items = seq_items(st, v)
+    if items is None:
+        return Unknown("list of unknown contents")
+    if all(isinstance(i, Const) for i in items):
+        return Const([i.value for i in items], merge_origins(*items))  # type: ignore[attr-defined]
+    return Instance(None, {str(i): x for i, x in enumerate(items)}, "tuple")
+
+
+def truth_in(st: PathState, v: Value) -> bool | None:
+    """Truthiness as this path sees it: a tracked list is false when empty."""
+    if is_list(v):
+        items = seq_items(st, v)
+        return None if items is None else bool(items)
+    if is_dict(v):
+        assert isinstance(v, Instance)
+        view = st.fields(v)
+        return None if LIST_UNKNOWN in view else bool(view)
+    return truth(v)
+
+
 def _unknown_from(reason: str, *vals: Value) -> Unknown:
     unknowns = [v for v in vals if isinstance(v, Unknown)]
     if unknowns:
@@ -138,8 +194,12 @@ class ExprMixin:
             for s, vals in acc:
                 if isinstance(n, ast.Starred):
                     for s2, v in self.ev(s, n.value):
-                        if isinstance(v, Instance) and v.label == "tuple":
-                            nxt.append((s2, [*vals, *v.fields.values()]))
+                        seq = seq_items(s2, v)
+                        if seq is not None:
+                            nxt.append((s2, [*vals, *seq]))
+                            continue
+                        if is_list(v):
+                            nxt.append((s2, [*vals, Unknown("starred list of unknown contents")]))
                             continue
                         items = (
                             v.value
@@ -185,7 +245,10 @@ class ExprMixin:
     def ev_Tuple(self, st: PathState, node: ast.Tuple | ast.List) -> Paths:
         out: Paths = []
         for s, vals in self.ev_seq(st, list(node.elts)):
-            if all(isinstance(v, Const) for v in vals):
+            if isinstance(node, ast.List) and (not vals or not all(isinstance(v, Const)
+                                                                   for v in vals)):  # fmt: skip
+                out.append((s, new_list(vals)))  # mutable: append and friends go to the path
+            elif all(isinstance(v, Const) for v in vals):
                 seq = tuple(v.value for v in vals)  # type: ignore[attr-defined]
                 out.append((s, Const(seq if isinstance(node, ast.Tuple) else list(seq),
                                      merge_origins(*vals))))  # fmt: skip
@@ -245,7 +308,7 @@ class ExprMixin:
         out: Paths = []
         for s, v in self.ev(st, node.operand):
             if isinstance(node.op, ast.Not):
-                t = truth(v)
+                t = truth_in(s, v)
                 out.append(
                     (s, Const(not t, v.origins) if t is not None else _unknown_from("not", v))
                 )
@@ -267,7 +330,10 @@ class ExprMixin:
         out: Paths = []
         for s, vals in self.ev_seq(st, [node.left, *node.comparators]):
             result: Value = Const(True)
-            for op, a, b in zip(node.ops, vals, vals[1:], strict=False):
+            views = [snapshot(s, v) for v in vals]  # lists compare by their items on this path
+            for i, op in enumerate(node.ops):
+                same = isinstance(op, (ast.Is, ast.IsNot))
+                a, b = (vals if same else views)[i], (vals if same else views)[i + 1]
                 r = self.compare(op, a, b)
                 if isinstance(r, Const) and not r.value:
                     result = r
@@ -311,6 +377,8 @@ class ExprMixin:
         ):
             if isinstance(a, Const) and b.label == "dict":
                 found = repr(a.value) in b.fields
+                if not found and LIST_UNKNOWN in b.fields:
+                    return Unknown("key of a dict of unknown contents")
                 return Const(found if isinstance(op, ast.In) else not found)
             hits = [self.compare(ast.Eq(), a, v) for v in b.fields.values()]
             if any(isinstance(h, Const) and h.value for h in hits):
@@ -357,7 +425,7 @@ class ExprMixin:
         while todo:
             s, i = todo.pop()
             for s2, v in self.ev(s, node.values[i]):
-                t = truth(v)
+                t = truth_in(s2, v)
                 last = i == len(node.values) - 1
                 if last or (t is not None and t != is_and):
                     out.append((s2, v))
@@ -376,7 +444,7 @@ class ExprMixin:
     def ev_Subscript(self, st: PathState, node: ast.Subscript) -> Paths:
         out: Paths = []
         for s, (obj, idx) in self.ev_seq(st, [node.value, node.slice]):
-            out.append((s, self.subscript(obj, idx)))
+            out.append((s, self.subscript(snapshot(s, obj), idx)))
         return out
 
     def ev_Slice(self, st: PathState, node: ast.Slice) -> Paths:
@@ -400,7 +468,10 @@ class ExprMixin:
         if isinstance(obj, Tensor):
             return Tensor(producer=obj.producer, made_at=obj.made_at)
         if isinstance(obj, Instance) and isinstance(idx, Const):
-            key = repr(idx.value) if obj.label == "dict" else str(idx.value)
+            at = idx.value
+            if obj.label == "tuple" and isinstance(at, int) and not isinstance(at, bool) and at < 0:
+                at += len(obj.fields)  # t[-1]
+            key = repr(idx.value) if obj.label == "dict" else str(at)
             if key in obj.fields:
                 return obj.fields[key]
         if isinstance(obj, FunctionVal):
@@ -440,6 +511,7 @@ class ExprMixin:
             fn, kwvals, extras = head[0], head[1 : 1 + len(kw_nodes)], head[1 + len(kw_nodes) :]
             kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals, strict=False) if k.arg is not None}
             for extra in extras:
+                extra = snapshot(s, extra)
                 if isinstance(extra, Instance) and extra.label == "dict":
                     for key, v in extra.fields.items():
                         kwargs[key.strip("'\"")] = v
@@ -453,7 +525,7 @@ class ExprMixin:
         """Evaluate a branch condition, record the Decision, fork when undecided."""
         out: list[tuple[PathState, bool]] = []
         for s, v in self.ev(st, test):
-            t = truth(v)
+            t = truth_in(s, v)
             decision = self.make_decision(s, test, t, v)
             if t is None:
                 for branch in (True, False):
@@ -474,7 +546,7 @@ class ExprMixin:
         if isinstance(test, ast.BoolOp):
             for operand in test.values:
                 pv = self.peek(st, operand)
-                pt = truth(pv) if pv is not None else None
+                pt = truth_in(st, pv) if pv is not None else None
                 parts.append(Part(self.source_text(operand), pt))
                 if pt is not None and pt != isinstance(test.op, ast.And):
                     break
@@ -494,7 +566,7 @@ class ExprMixin:
         vals = [v for _, v in results]
         if len(vals) == 1:
             return vals[0]
-        truths = {truth(v) for v in vals}
+        truths = {truth_in(s, v) for s, v in results}
         return vals[0] if len(truths) == 1 else Unknown("several outcomes")
 
     record_inputs: bool = True  # off while evaluating set-up code nobody reads decision by decision
@@ -528,5 +600,11 @@ __all__ = [
     "Paths",
     "call_builtin",
     "const_attribute",
+    "is_dict",
+    "is_list",
     "merge_origins",
+    "new_list",
+    "seq_items",
+    "snapshot",
+    "truth_in",
 ]  # fmt: skip

@@ -45,7 +45,7 @@ def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> 
 def _classes_in(v: Value) -> list[ClassVal]:
     if isinstance(v, ClassVal):
         return [v]
-    if isinstance(v, Instance) and v.label == "tuple":
+    if isinstance(v, Instance) and v.label in ("tuple", "list"):
         return [c for c in v.fields.values() if isinstance(c, ClassVal)]
     return []
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from routescope.analysis.interp import BudgetExceeded, ExprMixin
+from routescope.analysis.interp import (
+    LIST_UNKNOWN,
+    BudgetExceeded,
+    ExprMixin,
+    is_dict,
+    is_list,
+    seq_items,
+    truth_in,
+)
 from routescope.analysis.state import PathState
 from routescope.analysis.values import (
     ClassVal,
@@ -15,7 +23,6 @@ from routescope.analysis.values import (
     Instance,
     Unknown,
     Value,
-    truth,
 )  # fmt: skip
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
@@ -40,7 +47,17 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
             objs = {k: o for m in members for k, o in m.heap_objs.items()}
             for obj in objs.values():
                 views = [m.fields(obj) for m in members]
-                first.replace_fields(obj, _join_fields(views, members, why, 2))
+                if all(v is views[0] for v in views):
+                    continue  # no path changed it differently
+                if is_list(obj) and len({tuple(v) for v in views}) > 1:
+                    first.replace_fields(obj, {LIST_UNKNOWN: Unknown(why)})  # lengths differ
+                    continue
+                joined = _join_fields(views, members, why, 2)
+                if is_dict(obj) and len({tuple(sorted(v)) for v in views}) > 1:
+                    # keys some paths lack: neither present nor absent on the joined path
+                    joined = {k: v for k, v in joined.items() if all(k in w for w in views)}
+                    joined[LIST_UNKNOWN] = Unknown(why)
+                first.replace_fields(obj, joined)
             for depth, env in enumerate(first.envs):
                 names = set().union(*(m.envs[depth].keys() for m in members))
                 for name in names:
@@ -63,6 +80,12 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
     first = vals[0]
     if first is not None and all(_agree(v, first) for v in vals):
         return first
+    if all(v is not None and is_list(v) for v in vals):
+        lists = [v for v in vals if isinstance(v, Instance)]
+        views = [m.fields(i) for m, i in zip(members, lists, strict=False)]
+        if len({tuple(v) for v in views}) > 1 or depth <= 0:
+            return Instance(None, {LIST_UNKNOWN: Unknown(why)}, "list")
+        return Instance(None, _join_fields(views, members, why, depth - 1), "list")
     if depth > 0 and all(isinstance(v, Instance) and v.cls is not None for v in vals):
         insts = [v for v in vals if isinstance(v, Instance)]
         if len({id(i.cls) for i in insts}) == 1:
@@ -191,10 +214,10 @@ class StmtMixin(ExprMixin):
                 and len(v.value) == len(target.elts)
             ):
                 items = [Const(x, v.origins) for x in v.value]
-            elif (
-                isinstance(v, Instance) and v.label == "tuple" and len(v.fields) == len(target.elts)
-            ):
-                items = list(v.fields.values())
+            else:
+                seq = seq_items(st, v)
+                if seq is not None and len(seq) == len(target.elts):
+                    items = seq
             for i, elt in enumerate(target.elts):
                 self.assign(st, elt, items[i] if items else _unpacked(v))
         elif isinstance(target, ast.Attribute):
@@ -202,9 +225,37 @@ class StmtMixin(ExprMixin):
                 if s is st:
                     self.set_attribute(st, obj, target.attr, v)
         elif isinstance(target, ast.Subscript):
-            pass  # container writes: not tracked
+            self._assign_item(st, target, v)  # container writes: tracked for lists only
         elif isinstance(target, ast.Starred):
             self.assign(st, target.value, Unknown("starred assignment"))
+
+    def _assign_item(self, st: PathState, target: ast.Subscript, v: Value) -> None:
+        for s, (obj, idx) in self.ev_seq(st, [target.value, target.slice]):
+            if s is not st:
+                continue
+            if is_dict(obj):
+                assert isinstance(obj, Instance)
+                if isinstance(idx, Const):
+                    st.write(obj, repr(idx.value), v)
+                else:
+                    st.write(obj, LIST_UNKNOWN, Unknown("dict item written with an unknown key"))
+                continue
+            if not is_list(obj):
+                continue
+            assert isinstance(obj, Instance)
+            items = seq_items(st, obj)
+            n = len(items) if items is not None else 0
+            if (
+                items is not None
+                and isinstance(idx, Const)
+                and isinstance(idx.value, int)
+                and not isinstance(idx.value, bool)
+                and -n <= idx.value < n
+            ):
+                items[idx.value] = v
+                st.replace_fields(obj, {str(i): x for i, x in enumerate(items)})
+            else:
+                st.replace_fields(obj, {LIST_UNKNOWN: Unknown("list item written")})
 
     def ex_If(self, st: PathState, node: ast.If) -> list[Outcome]:
         out: list[Outcome] = []
@@ -225,7 +276,7 @@ class StmtMixin(ExprMixin):
     def ex_Assert(self, st: PathState, node: ast.Assert) -> list[Outcome]:
         out: list[Outcome] = []
         for s, v in self.ev(st, node.test):
-            t = truth(v)
+            t = truth_in(s, v)
             if t is False:
                 s.decisions.append(self.make_decision(s, node.test, False, v))
                 out.append((s, "raise", External("AssertionError")))
@@ -306,7 +357,7 @@ class StmtMixin(ExprMixin):
     def ex_For(self, st: PathState, node: ast.For) -> list[Outcome]:
         out: list[Outcome] = []
         for s, it in self.ev(st, node.iter):
-            items = _iteration(it)
+            items = _iteration(it, s)
             if items is None or len(items) > self.budget.loop_limit:
                 out.extend(self._havoc_loop(s, node))
                 continue
@@ -341,7 +392,7 @@ class StmtMixin(ExprMixin):
             nxt = []
             for s0 in live:
                 probe = self.peek(s0, node.test)
-                if probe is None or truth(probe) is None:
+                if probe is None or truth_in(s0, probe) is None:
                     out.extend(self._havoc_loop(s0, node))
                     continue
                 for s, taken in self.decide(s0, node.test):
@@ -370,6 +421,8 @@ class StmtMixin(ExprMixin):
             self.assign(st, node.target, Unknown("loop variable"))
         out: list[Outcome] = []
         merged: PathState | None = None
+        # lists the body changes hold an unknown number of changes after it
+        before = {k: st.fields(o) for k, o in st.heap_objs.items() if is_list(o)}
         for s, kind, val in self.exec_block(st, node.body):
             if kind in ("return", "raise", "stop"):
                 out.append((s, kind, val))
@@ -377,11 +430,18 @@ class StmtMixin(ExprMixin):
             if merged is None:  # the iterations that fall through collapse into one path
                 merged = s
         if merged is not None:
+            for key, obj in list(merged.heap_objs.items()):
+                if is_list(obj) and not _same_view(merged.fields(obj), before.get(key, obj.fields)):
+                    merged.replace_fields(obj, {LIST_UNKNOWN: Unknown("changed in a loop")})
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                     merged.env[sub.id] = Unknown(f"assigned in the loop at line {node.lineno}")
             out.append((merged, "normal", None))
         return out
+
+
+def _same_view(a: dict[str, Value], b: dict[str, Value]) -> bool:
+    return a is b or (a.keys() == b.keys() and all(a[k] is b[k] for k in a))
 
 
 def _as_load(target: ast.expr) -> ast.expr:
@@ -405,11 +465,11 @@ def _unpacked(v: Value) -> Value:
     return Unknown("unpacked from an unknown value")
 
 
-def _iteration(v: Value) -> list[Value] | None:
+def _iteration(v: Value, st: PathState) -> list[Value] | None:
     if isinstance(v, Const) and isinstance(v.value, (tuple, list, frozenset, set, str, range)):
         return [Const(x, v.origins) for x in v.value]
-    if isinstance(v, Instance) and v.label in ("tuple",):
-        return list(v.fields.values())
+    if isinstance(v, Instance) and v.label in ("tuple", "list"):
+        return seq_items(st, v)
     if isinstance(v, ClassVal) and v.is_enum:
         return [m for m in v.attrs.values() if type(m).__name__ == "EnumMember"]
     if isinstance(v, External):

@@ -1,0 +1,153 @@
+"""Mutable lists in the trace engine: changes go to the path that made them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from routescope.analysis.values import Tensor
+from tests.engine.test_engine_synthetic import make_tree, run
+
+
+def _route(body: str) -> dict[str, str]:
+    head = """
+        import os
+        import torch
+        from fastk import topk_fast
+
+    """
+    return {"route.py": head + body}
+
+
+def _kinds(tmp_path: Path, body: str, **kwargs: object) -> list[str | None]:
+    paths = run(make_tree(tmp_path, _route(body)), "fw.route:route", Tensor(), **kwargs)
+    return [p.sink.kind if p.sink else None for p in paths]
+
+
+def test_append_then_iterate(tmp_path: Path) -> None:
+    body = """
+        def route(x):
+            stash = []
+            stash.append(("a", {"fast": False}))
+            stash.append(("b", {"fast": True}))
+            fast = None
+            for _source, declared in stash:
+                fast = declared["fast"]
+            if fast and len(stash) == 2 and 3 not in [1, *[2, 4]]:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_list_on_an_object_and_chained_assignment(tmp_path: Path) -> None:
+    body = """
+        class Args:
+            def __init__(self):
+                self.mode = "auto"
+
+        def declare(args, entry):
+            stash = getattr(args, "stash", None)
+            if stash is None:
+                stash = args.stash = []
+            stash.append(entry)
+
+        def route(x):
+            args = Args()
+            declare(args, ("one", {"mode": "fast"}))
+            for _s, d in getattr(args, "stash", None) or ():
+                for k, v in d.items():
+                    setattr(args, k, v)
+            if args.mode == "fast":
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_pop_and_emptied_list_is_false(tmp_path: Path) -> None:
+    body = """
+        def route(x):
+            items = [x, 1]
+            last = items.pop()
+            items.pop(0)
+            if items or last != 1:
+                return torch.topk(x, 2)
+            items.extend([1, 2])
+            items.insert(0, 3)
+            items.remove(1)
+            if list(items) == [3, 2] and items.index(2) == 1 and items.count(3) == 1:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_clear_and_starred_and_tuple(tmp_path: Path) -> None:
+    body = """
+        def pick(a, b):
+            return a == 1 and b == 2
+
+        def route(x):
+            items = list()
+            items.append(1)
+            items.append(2)
+            first, second = items
+            if pick(*items) and tuple(items) == (1, 2) and second == 2 and items[-1] == 2:
+                items.clear()
+                if not items and isinstance(items, list) and not isinstance(items, tuple):
+                    return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_change_on_one_path_is_not_seen_on_its_sibling(tmp_path: Path) -> None:
+    body = """
+        def route(x):
+            stash = []
+            if os.environ.get("FW_FAST"):
+                stash.append(1)
+            if stash:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert sorted(_kinds(tmp_path, body)) == ["cuda_kernel", "torch"]
+
+
+def test_dict_item_write_is_read_back(tmp_path: Path) -> None:
+    body = """
+        def route(x):
+            overrides = {}
+            overrides["mode"] = "fast"
+            if overrides and overrides.get("mode") == "fast" and "mode" in overrides:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_read_only_view_through_getattr(tmp_path: Path) -> None:
+    body = """
+        class View:
+            def __init__(self, inner, overlay=None):
+                object.__setattr__(self, "_inner", inner)
+                object.__setattr__(self, "_overlay", overlay or {})
+
+            def __getattr__(self, name):
+                overlay = object.__getattribute__(self, "_overlay")
+                if name in overlay:
+                    return overlay[name]
+                return getattr(object.__getattribute__(self, "_inner"), name)
+
+        class Args:
+            def __init__(self):
+                self.mode = "auto"
+                self.size = 4
+
+        def route(x):
+            view = View(Args(), {"mode": "fast"})
+            if view.mode == "fast" and view.size == 4:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
