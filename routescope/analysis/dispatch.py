@@ -248,7 +248,7 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
     knows (Mixtral's MoE takes top_k from its decoder layer); else the block itself."""
     cls = site.block_class
     if _required_missing(cls, _init_kwargs(cls, values)) and len(site.chain) >= 2:
-        parent = resolve_entry_qual(engine, site.chain[-2])
+        parent = resolve_entry(engine, site.chain[-2])
         if isinstance(parent, ClassVal) and parent is not site.model_class:
             cls = parent
     built = _phase(
@@ -262,10 +262,6 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
         (s, _find_router(s, v, router_cls) or Unknown("the block built no router"))
         for s, v in built
     ]
-
-
-def resolve_entry_qual(engine: Engine, qualname: str) -> Value:
-    return resolve_entry(engine, qualname)
 
 
 def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],

@@ -1338,7 +1338,3 @@ class _SuperProxy(Instance):
     def __init__(self, proxy: ClassVal, receiver: Value) -> None:
         super().__init__(proxy, {}, "super")
         self.receiver = receiver
-
-
-def _merge(vals: list[Value]) -> tuple[str, ...]:
-    return merge_origins(*vals)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from routescope.analysis.engine import Engine, _Ctx
 from routescope.analysis.state import PathState
-from routescope.analysis.values import ClassVal, Const, Instance, ModuleVal, Unknown, Value
+from routescope.analysis.values import ClassVal, Instance, ModuleVal, Unknown, Value
 from routescope.errors import RoutescopeError
 
 
@@ -108,9 +108,3 @@ def find_block(engine: Engine, model: ClassVal, router: ClassVal, max_depth: int
         frontier = nxt
     name = router.qualname
     raise RoutescopeError(model.qualname, f"no class built by this model constructs {name}")
-
-
-def first_moe_layer(spec_first_dense: object) -> Const:
-    if isinstance(spec_first_dense, int):
-        return Const(spec_first_dense, ("first MoE layer (first_k_dense_replace)",))
-    return Const(0, ("first MoE layer: 0",))

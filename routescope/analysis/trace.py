@@ -108,7 +108,3 @@ def _made_at(v: Value, depth: int = 3) -> tuple[str, str, int] | None:
             if got is not None:
                 return got
     return None
-
-
-def new_instance(cls: Value, label: str) -> Instance:
-    return Instance(cls if isinstance(cls, ClassVal) else None, {}, label)
