@@ -8,12 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from routescope.analysis.dispatch import Deployment, trace_dispatch
-from routescope.analysis.frameworks import load_framework
+from routescope.analysis.frameworks import FrameworkRules, load_framework
 from routescope.analysis.index import Index
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.intake import RoutingSpec, load_spec
 from routescope.report import build_report
+from routescope.source.tree import SourceTree
 
 _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 
@@ -55,26 +56,42 @@ def parse_assignments(items: list[str], what: str, literal: bool) -> dict[str, A
     return out
 
 
+def open_framework(
+    framework: str, *, offline: bool = False
+) -> tuple[FrameworkRules, SourceTree, str]:
+    """`sglang==0.5.12` -> its rules, its published source (fetched lazily) and the version."""
+    from routescope.source.open import open_source
+
+    m = _FRAMEWORK.match(framework)
+    if m is None:
+        raise RoutescopeError(
+            f"--framework {framework}", "expected NAME==VERSION, e.g. sglang==0.5.23"
+        )
+    version = m.group(2)
+    rules = load_framework(m.group(1).lower())  # unknown framework: fail before any download
+    tree = open_source(f"{rules.data['distribution']}=={version}", offline=offline)
+    return rules, tree, version
+
+
 def inspect(req: InspectRequest) -> dict[str, Any]:
     """The full report for one model (and, with a framework, one deployment)."""
+    return inspect_with_spec(req)[1]
+
+
+def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]:
+    """The model's RoutingSpec and the report, reading the model and the source once each."""
     spec = load_spec(req.model, offline=req.offline, revision=req.revision)
     gpu = resolve_gpu(req.gpu)
     if req.framework is None and req.framework_src is None:
-        return build_report(spec)
-    from routescope.source.open import open_source
-
+        return spec, build_report(spec)
     if req.framework_src is not None:
+        from routescope.source.open import open_source
+
         tree = open_source(req.framework_src, offline=req.offline)
         name, version = tree.name, tree.version
     else:
-        m = _FRAMEWORK.match(req.framework or "")
-        if m is None:
-            raise RoutescopeError(
-                f"--framework {req.framework}", "expected NAME==VERSION, e.g. sglang==0.5.23"
-            )
-        name, version = m.group(1).lower(), m.group(2)
-        rules = load_framework(name)  # unknown framework: fail before any download
-        tree = open_source(f"{rules.data['distribution']}=={version}", offline=req.offline)
+        rules, tree, version = open_framework(req.framework or "", offline=req.offline)
+        name = rules.id
     rules = load_framework(name)
     server_args = dict(req.server_args)
     if req.ep is not None:
@@ -82,5 +99,6 @@ def inspect(req: InspectRequest) -> dict[str, Any]:
     dep = Deployment(
         gpu=gpu, tp=req.tp, quant=req.quant, server_args=server_args, env=dict(req.env)
     )
-    dispatch = trace_dispatch(Index(tree), rules, spec, dep, version, tree.origin)
-    return build_report(spec, dep, dispatch)
+    index = Index(tree)
+    dispatch = trace_dispatch(index, rules, spec, dep, version, tree.origin)
+    return spec, build_report(spec, dep, dispatch, index)

@@ -11,6 +11,7 @@ from typing import Any
 
 from routescope import __version__
 from routescope.analysis.dispatch import Deployment, Dispatch
+from routescope.analysis.index import Index
 from routescope.analysis.state import Decision, SinkHit
 from routescope.analysis.trace import TracedPath
 from routescope.intake.spec import RoutingSpec
@@ -121,9 +122,16 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
     }
 
 
-def build_report(spec: RoutingSpec, dep: Deployment | None = None,
-                 dispatch: Dispatch | None = None) -> dict[str, Any]:  # fmt: skip
-    """The whole report: model facts, and with a framework the deployment and dispatch."""
+def build_report(
+    spec: RoutingSpec,
+    dep: Deployment | None = None,
+    dispatch: Dispatch | None = None,
+    index: Index | None = None,
+) -> dict[str, Any]:
+    """The whole report: model facts, and with a framework the deployment and dispatch.
+
+    `index` is the source the dispatch was traced on; the verdict reads the same one (without
+    it the verdict reopens the source named in the report)."""
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION,
                            "tool": {"name": "routescope", "version": __version__}}  # fmt: skip
     doc.update(spec_dict(spec))
@@ -140,5 +148,5 @@ def build_report(spec: RoutingSpec, dep: Deployment | None = None,
         doc["dispatch"] = dispatch_dict(dispatch)
         from routescope.verdict import build_verdict
 
-        doc["verdict"] = build_verdict(doc)
+        doc["verdict"] = build_verdict(doc, index)
     return doc

@@ -6,19 +6,16 @@ each model's config is read once, so the parse cost is paid once per version, no
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from routescope.analysis.dispatch import Deployment, trace_dispatch
-from routescope.analysis.frameworks import load_framework
 from routescope.analysis.index import Index
 from routescope.check.policy import Policy
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.intake import load_spec
 from routescope.report import build_report
-from routescope.source.open import open_source
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +31,9 @@ class Cell:
 def run_matrix(policy: Policy, *, offline: bool = False) -> list[Cell]:
     """Every (model, gpu) of `policy` in policy order. Opening the framework source can raise
     RoutescopeError (unreachable registry, nothing cached): then no cell can be decided."""
-    m = re.match(r"^([^=]+)==(.+)$", policy.framework)
-    assert m is not None  # the policy validated it
-    name, version = m.group(1).lower(), m.group(2)
-    rules = load_framework(name)
-    tree = open_source(f"{rules.data['distribution']}=={version}", offline=offline)
+    from routescope.api import open_framework  # the policy validated the spelling
+
+    rules, tree, version = open_framework(policy.framework, offline=offline)
     index = Index(tree)
     cells: list[Cell] = []
     for model in policy.models:
@@ -54,5 +49,5 @@ def run_matrix(policy: Policy, *, offline: bool = False) -> list[Cell]:
             except RoutescopeError as exc:
                 cells.append(Cell(model, gpu, None, f"{exc.subject}: {exc.message}"))
                 continue
-            cells.append(Cell(model, gpu, build_report(spec, dep, dispatch)))
+            cells.append(Cell(model, gpu, build_report(spec, dep, dispatch, index)))
     return cells

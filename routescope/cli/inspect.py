@@ -47,12 +47,12 @@ def inspect(
         quant=quant, server_args=api.parse_assignments(set_, "--set", literal=True),
         env=api.parse_assignments(env, "--env", literal=False), offline=offline, revision=revision,
     )  # fmt: skip
-    doc = api.inspect(req)
+    spec, doc = api.inspect_with_spec(req)
     if fmt is TextOrJson.json:
         typer.echo(json.dumps(doc, indent=2))
         return
     out = console()
-    out.print(spec_table(api.inspect_model(model, offline=offline, revision=revision)))
+    out.print(spec_table(spec))
     if "dispatch" in doc:
         out.print()
         out.print(render_dispatch(doc))
