@@ -23,8 +23,9 @@ GLM5 = ("examples/configs/zai-org--GLM-5.json", "0.5.9", "sm120")
 
 def _check(name: str, text: str) -> None:
     path = SNAP / name
-    if os.environ.get("ROUTESCOPE_UPDATE_SNAPSHOTS") or not path.exists():
+    if os.environ.get("ROUTESCOPE_UPDATE_SNAPSHOTS"):
         path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no snapshot {name}: run with ROUTESCOPE_UPDATE_SNAPSHOTS=1"
     assert text == path.read_text(encoding="utf-8")
 
 
