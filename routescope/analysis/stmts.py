@@ -363,16 +363,10 @@ class StmtMixin(ExprMixin):
                 continue
             live = [s]
             for item in items:
-                nxt = []
+                nxt: list[PathState] = []
                 for s2 in live:
                     self.assign(s2, node.target, item)
-                    for s3, kind, val in self.exec_block(s2, node.body):
-                        if kind in ("normal", "continue"):
-                            nxt.append(s3)
-                        elif kind == "break":
-                            out.append((s3, "normal", None))
-                        else:
-                            out.append((s3, kind, val))
+                    self._iterate(s2, node.body, nxt, out)
                 live = nxt
                 if (
                     len(live) > self.budget.merge_at
@@ -389,7 +383,7 @@ class StmtMixin(ExprMixin):
         out: list[Outcome] = []
         live = [st]
         for _ in range(self.budget.loop_limit):
-            nxt = []
+            nxt: list[PathState] = []
             for s0 in live:
                 probe = self.peek(s0, node.test)
                 if probe is None or truth_in(s0, probe) is None:
@@ -399,13 +393,7 @@ class StmtMixin(ExprMixin):
                     if not taken:
                         out.extend(self.exec_block(s, node.orelse))
                         continue
-                    for s2, kind, val in self.exec_block(s, node.body):
-                        if kind in ("normal", "continue"):
-                            nxt.append(s2)
-                        elif kind == "break":
-                            out.append((s2, "normal", None))
-                        else:
-                            out.append((s2, kind, val))
+                    self._iterate(s, node.body, nxt, out)
             live = nxt
             if not live:
                 return out
@@ -414,6 +402,18 @@ class StmtMixin(ExprMixin):
             s.stopped = f"loop at {where} did not finish within {self.budget.loop_limit} iterations"
             out.append((s, "stop", Unknown(s.stopped)))
         return out
+
+    def _iterate(self, st: PathState, body: list[ast.stmt], again: list[PathState],
+                 done: list[Outcome]) -> None:  # fmt: skip
+        """One pass of a loop body: paths that go round again, and paths that leave the loop
+        (a break continues after it; return, raise and stop end it)."""
+        for s, kind, val in self.exec_block(st, body):
+            if kind in ("normal", "continue"):
+                again.append(s)
+            elif kind == "break":
+                done.append((s, "normal", None))
+            else:
+                done.append((s, kind, val))
 
     def _havoc_loop(self, st: PathState, node: ast.For | ast.While) -> list[Outcome]:
         """An unbounded loop: run the body once on unknowns, then forget what it assigned."""
