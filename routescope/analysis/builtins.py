@@ -41,6 +41,16 @@ _SAFE_METHODS = {
     re.Match: {"group", "groups", "start", "end", "span", "groupdict"},
 }  # fmt: skip
 _MISSING = object()
+# Builtins whose result depends on the order they iterate a set in.
+_ORDER_SENSITIVE = {"list", "tuple", "enumerate", "zip", "str"}
+
+
+def ordered(value: Any) -> Any:
+    """A set's items in one fixed order (by repr): CPython iterates a set of strings in an
+    order that changes with PYTHONHASHSEED, and a trace must not change with it."""
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(value, key=repr))
+    return value
 
 
 class BoundConst(Value):
@@ -75,7 +85,7 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
         return Unknown(f"{fn.name}() of unknown arguments")
     try:
         result = getattr(fn.target.value, fn.name)(
-            *(a.value for a in args),  # type: ignore[attr-defined]
+            *(ordered(a.value) for a in args),  # type: ignore[attr-defined]
             **{k: a.value for k, a in kwargs.items()},  # type: ignore[attr-defined]
         )
     except Exception as exc:
@@ -110,8 +120,11 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
         if name in ("int", "float", "bool", "str") and args and isinstance(args[0], Tensor):
             return Unknown(f"{name}() of a tensor (a host sync)")
         return Unknown(f"{name}() of unknown arguments", _origins(args))
+    values = [a.value for a in args]  # type: ignore[attr-defined]
+    if name in _ORDER_SENSITIVE:
+        values = [ordered(v) for v in values]
     try:
-        result = fn(*(a.value for a in args), **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
+        result = fn(*values, **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
     except Exception as exc:
         return Unknown(f"{name}() raised {type(exc).__name__}")
     if isinstance(result, (range, zip, enumerate, map, filter)) or type(result).__name__.endswith(

@@ -157,7 +157,7 @@ def _settle(inst: Instance, states: list[PathState], notes: list[str], step: str
     their value, the others become Unknown naming the step (never one path's guess)."""
     views = [s.fields(inst) for s in states] or [inst.fields]
     merged: dict[str, Value] = {}
-    for key in set().union(*views):
+    for key in dict.fromkeys(k for v in views for k in v):
         vals = [v.get(key) for v in views]
         first = vals[0]
         same = all(v is first for v in vals) or all(

@@ -208,7 +208,7 @@ class Engine(StmtMixin):
         else:
             merged = {}
             where = f"{mod.relpath}:{stmt.lineno}"
-            for key in set().union(*(e.keys() for e in envs)):
+            for key in dict.fromkeys(k for e in envs for k in e):
                 vals = [e.get(key) for e in envs]
                 first = vals[0]
                 same = all(v is first for v in vals) or (
@@ -864,8 +864,8 @@ class Engine(StmtMixin):
         for members in groups.values():
             first_state, _, first_val = members[0]
             vals = [m[2] for m in members]
-            value = first_val if all(_same(v, first_val) for v in vals) else \
-                Unknown(f"differs between the {len(members)} paths through {where}")  # fmt: skip
+            value = first_val if all(_same(v, first_val) for v in vals) else _join_values(
+                vals, [m[0] for m in members], len(members), where)  # fmt: skip
             if len(members) > 1:
                 first_state.assumptions.append(f"{len(members)} paths through {where} joined")
             merged.append((first_state, "return", value))
@@ -882,8 +882,8 @@ class Engine(StmtMixin):
         for members in groups.values():
             vals = [m[2] for m in members]
             first_val = vals[0]
-            value = first_val if all(_same(v, first_val) for v in vals) else \
-                Unknown(f"differs between the {len(members)} paths through {where}")  # fmt: skip
+            value = first_val if all(_same(v, first_val) for v in vals) else _join_values(
+                vals, [m[0] for m in members], len(members), where)  # fmt: skip
             (state,) = merge_paths([m[0] for m in members], where, force=True)
             out.append((state, "return", value))
         return out
@@ -1156,6 +1156,14 @@ class _LazyName(Value):
 
 _IDENTITY_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.wraps",
                         "functools.cached_property", "typing.overload", "typing.final"}  # fmt: skip
+
+
+def _join_values(vals: list[Value | None], states: list[PathState], n: int, where: str) -> Value:
+    """The return value of joined paths: containers built on each path (a dict of declared
+    settings) are joined item by item; anything else that differs is Unknown."""
+    from routescope.analysis.stmts import join_values
+
+    return join_values(vals, states, f"differs between the {n} paths through {where}")
 
 
 class _Partial(Value):

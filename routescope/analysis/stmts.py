@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from routescope.analysis.builtins import ordered
 from routescope.analysis.interp import (
     LIST_UNKNOWN,
     BudgetExceeded,
@@ -30,14 +31,25 @@ GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `gl
 # More live paths than this after a statement are merged where they reached the same routing
 # kernels: a control-flow join, with the variables they disagree on becoming Unknown.
 MERGE_AT = 24
+# At most this many list shapes are kept apart at a join (see merge_paths).
+MAX_SHAPES = 8
 
 
 def merge_paths(states: list[PathState], where: str, force: bool = False) -> list[PathState]:
     """Join paths that reached the same kernels (`force`: all of them, whatever they reached)."""
     groups: dict[tuple[object, ...], list[PathState]] = {}
-    for s in states:
+    # Lists some path grew or shrank: joining paths that disagree on a list's length loses the
+    # whole list (a declaration stash read later through it), so such paths stay apart unless
+    # that leaves too many of them.
+    shapes = [
+        tuple(sorted(_content(s, o, 3) for o in s.heap_objs.values() if is_list(o))) for s in states
+    ]
+    keep_shapes = not force and len(set(shapes)) <= MAX_SHAPES
+    for s, shape in zip(states, shapes, strict=True):
         claims = tuple(sorted((k, id(v)) for k, v in s.claims.items()))
         key: tuple[object, ...] = (tuple(id(h) for h in s.sinks), claims, len(s.envs), s.stopped)
+        if keep_shapes:
+            key += (shape,)
         groups.setdefault(("all",) if force else key, []).append(s)
     out: list[PathState] = []
     for members in groups.values():
@@ -59,7 +71,7 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
                     joined[LIST_UNKNOWN] = Unknown(why)
                 first.replace_fields(obj, joined)
             for depth, env in enumerate(first.envs):
-                names = set().union(*(m.envs[depth].keys() for m in members))
+                names = dict.fromkeys(k for m in members for k in m.envs[depth])
                 for name in names:
                     vals = [m.envs[depth].get(name) for m in members]
                     env[name] = _join(vals, members, why, 2)
@@ -68,9 +80,25 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
     return out
 
 
+def _content(st: PathState, v: Value | None, depth: int) -> str:
+    """What a value holds, as text two paths can compare (object identity below `depth`)."""
+    if isinstance(v, Const):
+        return repr(v.value)
+    if isinstance(v, Instance) and v.cls is None and depth > 0:
+        f = st.fields(v)
+        items = ",".join(f"{k}={_content(st, x, depth - 1)}" for k, x in f.items())
+        return f"{v.label}({items})"
+    return f"#{id(v)}"
+
+
+def join_values(vals: list[Value | None], members: list[PathState], why: str) -> Value:
+    """One value for `vals` as seen on paths `members` (see _join)."""
+    return _join(list(vals), members, why, 2)
+
+
 def _join_fields(views: list[dict[str, Value]], members: list[PathState], why: str,
                  depth: int) -> dict[str, Value]:  # fmt: skip
-    names = set().union(*views)
+    names = dict.fromkeys(k for v in views for k in v)  # first path's order: dicts iterate
     return {n: _join([v.get(n) for v in views], members, why, depth) for n in names}
 
 
@@ -86,6 +114,21 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
         if len({tuple(v) for v in views}) > 1 or depth <= 0:
             return Instance(None, {LIST_UNKNOWN: Unknown(why)}, "list")
         return Instance(None, _join_fields(views, members, why, depth - 1), "list")
+    if depth > 0 and all(
+        isinstance(v, Instance) and v.cls is None and v.label in ("tuple", "dict") for v in vals
+    ):  # values built on each path (a stash entry): joined item by item
+        insts = [v for v in vals if isinstance(v, Instance)]
+        views = [m.fields(i) for m, i in zip(members, insts, strict=False)]
+        label = insts[0].label
+        if any(i.label != label for i in insts):
+            return Unknown(why)
+        if label == "tuple" and len({len(v) for v in views}) > 1:
+            return Unknown(why)
+        joined = _join_fields(views, members, why, depth - 1)
+        if label == "dict" and len({tuple(sorted(v)) for v in views}) > 1:
+            joined = {k: v for k, v in joined.items() if all(k in w for w in views)}
+            joined[LIST_UNKNOWN] = Unknown(why)
+        return Instance(None, joined, label)
     if depth > 0 and all(isinstance(v, Instance) and v.cls is not None for v in vals):
         insts = [v for v in vals if isinstance(v, Instance)]
         if len({id(i.cls) for i in insts}) == 1:
@@ -467,7 +510,7 @@ def _unpacked(v: Value) -> Value:
 
 def _iteration(v: Value, st: PathState) -> list[Value] | None:
     if isinstance(v, Const) and isinstance(v.value, (tuple, list, frozenset, set, str, range)):
-        return [Const(x, v.origins) for x in v.value]
+        return [Const(x, v.origins) for x in ordered(v.value)]
     if isinstance(v, Instance) and v.label in ("tuple", "list"):
         return seq_items(st, v)
     if isinstance(v, ClassVal) and v.is_enum:

@@ -151,3 +151,30 @@ def test_read_only_view_through_getattr(tmp_path: Path) -> None:
             return torch.topk(x, 2)
     """
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_joined_declarations_keep_what_every_path_declared(tmp_path: Path) -> None:
+    """Paths that declared different values for one setting and the same value for another
+    are joined item by item: the agreed setting stays known, the other becomes Unknown."""
+    from routescope.analysis.interp import Budget
+
+    body = """
+        def pass_(n):
+            if os.environ.get("FW_PAGE"):
+                return {"mode": "fast", "page": 64}
+            return {"mode": "fast", "page": 1}
+
+        def route(x):
+            stash = []
+            for n in range(3):
+                stash.append(("pass", dict(pass_(n))))
+            overlay = {}
+            for _source, declared in stash:
+                overlay.update(declared)
+            if "mode" in overlay and overlay["mode"] == "fast" and len(stash) == 3:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    budget = Budget()
+    budget.merge_at = 1  # join at every opportunity, as the set-up phases do
+    assert _kinds(tmp_path, body, budget=budget) == ["cuda_kernel"]

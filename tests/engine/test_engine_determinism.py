@@ -1,0 +1,57 @@
+"""A trace is a function of its inputs: not of PYTHONHASHSEED, which orders Python's sets."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from routescope.analysis.values import Tensor
+from tests.engine.test_engine_synthetic import make_tree, run
+
+ROUTE = """
+    import torch
+    from fastk import topk_fast
+
+    MODES = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}
+    FLAGS = frozenset({"x", "y", "z"})
+
+    def route(x):
+        last = None
+        for m in MODES:
+            last = m
+        order = list(FLAGS)
+        if last == "zeta" and order == ["x", "y", "z"] and ",".join(FLAGS) == "x,y,z":
+            return topk_fast(x)
+        return torch.topk(x, 2)
+"""
+
+PROBE = """
+import sys
+from pathlib import Path
+from routescope.analysis.values import Tensor
+from tests.engine.test_engine_synthetic import make_tree, run
+paths = run(make_tree(Path(sys.argv[1]), {"route.py": sys.argv[2]}), "fw.route:route", Tensor())
+print(",".join(sorted(str(p.sink.kind if p.sink else None) for p in paths)))
+"""
+
+
+def test_set_iteration_has_one_order(tmp_path: Path) -> None:
+    paths = run(make_tree(tmp_path, {"route.py": ROUTE}), "fw.route:route", Tensor())
+    assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
+
+
+def test_same_trace_under_every_hash_seed(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    seen = set()
+    for seed in ("1", "2", "3", "4", "5"):
+        tree = tmp_path / seed
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        out = subprocess.run(
+            [sys.executable, "-c", PROBE, str(tree), textwrap.dedent(ROUTE)],
+            env=env, capture_output=True, text=True, check=True, cwd=root,
+        )  # fmt: skip
+        seen.add(out.stdout.strip())
+    assert seen == {"cuda_kernel"}
