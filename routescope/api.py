@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.dispatch import Deployment, trace_dispatch
+from routescope.analysis.dispatch import Deployment
 from routescope.analysis.frameworks import FrameworkRules, load_framework
 from routescope.analysis.index import Index
 from routescope.errors import RoutescopeError
@@ -15,6 +15,7 @@ from routescope.hardware import resolve_gpu
 from routescope.intake import RoutingSpec, load_spec
 from routescope.report import build_report
 from routescope.source.tree import SourceTree
+from routescope.tracecache import traced_report
 
 _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 
@@ -99,6 +100,4 @@ def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]
     dep = Deployment(
         gpu=gpu, tp=req.tp, quant=req.quant, server_args=server_args, env=dict(req.env)
     )
-    index = Index(tree)
-    dispatch = trace_dispatch(index, rules, spec, dep, version, tree.origin)
-    return spec, build_report(spec, dep, dispatch, index)
+    return spec, traced_report(tree, lambda: Index(tree), rules, spec, dep, version)

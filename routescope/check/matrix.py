@@ -6,16 +6,17 @@ each model's config is read once, so the parse cost is paid once per version, no
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
-from routescope.analysis.dispatch import Deployment, trace_dispatch
+from routescope.analysis.dispatch import Deployment
 from routescope.analysis.index import Index
 from routescope.check.policy import Policy
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.intake import load_spec
-from routescope.report import build_report
+from routescope.tracecache import traced_report
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,7 @@ def run_matrix(policy: Policy, *, offline: bool = False) -> list[Cell]:
     from routescope.api import open_framework  # the policy validated the spelling
 
     rules, tree, version = open_framework(policy.framework, offline=offline)
-    index = Index(tree)
+    index = functools.cache(lambda: Index(tree))  # parsed once, and only when a cell is traced
     cells: list[Cell] = []
     for model in policy.models:
         try:
@@ -45,9 +46,9 @@ def run_matrix(policy: Policy, *, offline: bool = False) -> list[Cell]:
         for gpu in policy.gpus:
             dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant)
             try:
-                dispatch = trace_dispatch(index, rules, spec, dep, version, tree.origin)
+                report = traced_report(tree, index, rules, spec, dep, version)
             except RoutescopeError as exc:
                 cells.append(Cell(model, gpu, None, f"{exc.subject}: {exc.message}"))
                 continue
-            cells.append(Cell(model, gpu, build_report(spec, dep, dispatch, index)))
+            cells.append(Cell(model, gpu, report))
     return cells

@@ -17,6 +17,10 @@ def info_cmd() -> None:
     info = cache_info()
     typer.echo(f"cache: {info.root}")
     typer.echo(f"size: {info.total_bytes / 1e6:.1f} MB in {info.blob_count} cached files")
+    from routescope.tracecache import traces_root
+
+    reports = list(traces_root().glob("*/*.json")) if traces_root().is_dir() else []
+    typer.echo(f"reports cached: {len(reports)} (ROUTESCOPE_TRACE_CACHE=0 turns this off)")
     if not info.releases:
         typer.echo("versions cached: none")
     for name, version in info.releases:

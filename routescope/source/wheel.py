@@ -54,6 +54,11 @@ class WheelTree:
         self._reader: RangeReader | None = None
         self._progress = progress
 
+    def fingerprint(self) -> str:
+        """sha256 over the wheel's RECORD: every file's path and content hash."""
+        rows = "\n".join(f"{k}={v}" for k, v in sorted(self._record.items()))
+        return hashlib.sha256(f"{self.name}=={self.version}\n{rows}".encode()).hexdigest()
+
     @property
     def reader(self) -> RangeReader | None:
         """The range reader, created on first network use (a warm open makes no request)."""

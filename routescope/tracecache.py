@@ -1,0 +1,129 @@
+"""Finished reports, kept on disk under a key made of everything that decides them.
+
+A trace is a pure function of: the framework source (a published wheel's RECORD, which names
+every file by its sha256), the rule files, routescope's own code, the model's routing facts
+and the deployment. A CI job that re-runs the same check on an unchanged model and release
+reads the report back instead of tracing again. Sources that can change under the same name (a
+checkout) are never cached. Set ROUTESCOPE_TRACE_CACHE=0 to always trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from routescope.fsutil import atomic_write_text, cache_root
+
+MAX_ENTRIES = 512  # oldest reports beyond this are dropped when a new one is written
+FORMAT = 1
+
+
+def traces_root() -> Path:
+    return cache_root() / "traces"
+
+
+def enabled() -> bool:
+    return os.environ.get("ROUTESCOPE_TRACE_CACHE", "1").strip().lower() not in ("0", "false", "no")
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """sha256 over routescope's Python files and rule files (what a trace is computed by)."""
+    pkg = Path(__file__).resolve().parent
+    roots = [pkg]
+    from routescope.rules import rules_dir
+
+    roots.append(rules_dir())
+    h = hashlib.sha256()
+    for root in roots:
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".toml", ".json")):
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(b"\0")
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def key_for(tree_fingerprint: str | None, parts: dict[str, Any]) -> str | None:
+    """The cache key of one report, or None when it must not be cached."""
+    if tree_fingerprint is None or not enabled():
+        return None
+    blob = json.dumps(
+        {"format": FORMAT, "code": code_fingerprint(), "source": tree_fingerprint, **parts},
+        sort_keys=True,
+        default=_plain,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _plain(v: Any) -> Any:
+    if hasattr(v, "__dataclass_fields__"):
+        return asdict(v)
+    if isinstance(v, (set, frozenset)):
+        return sorted(v, key=repr)
+    return repr(v)
+
+
+def cached(key: str | None, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The report stored under `key`, else `compute()` stored under it. An entry that does not
+    read back as a JSON object (a torn or foreign file) is recomputed and replaced."""
+    if key is None:
+        return compute()
+    path = traces_root() / key[:2] / f"{key}.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(doc, dict) and doc.get("key") == key and isinstance(doc.get("report"), dict):
+            report: dict[str, Any] = doc["report"]
+            return report
+    except (OSError, ValueError):
+        pass
+    report = compute()
+    try:
+        atomic_write_text(path, json.dumps({"key": key, "report": report}))
+        _prune()
+    except OSError:
+        pass  # a read-only or full cache costs speed, never the answer
+    return report
+
+
+def _prune() -> None:
+    root = traces_root()
+    entries = [p for p in root.glob("*/*.json") if p.is_file()]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda p: p.stat().st_mtime)
+    for p in entries[: len(entries) - MAX_ENTRIES]:
+        p.unlink(missing_ok=True)
+
+
+def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, dep: Any,
+                  version: str | None) -> dict[str, Any]:  # fmt: skip
+    """The full report of `spec` deployed as `dep` on `tree`, traced or read back."""
+    from routescope.analysis.dispatch import trace_dispatch
+    from routescope.report import build_report
+
+    fingerprint = getattr(tree, "fingerprint", None)
+    key = key_for(
+        fingerprint() if callable(fingerprint) else None,
+        {
+            "framework": rules.id,
+            "version": version,
+            "origin": tree.origin,
+            "spec": repr(spec),
+            "config_view": spec.config_view,
+            "config_view_origin": {k: repr(v) for k, v in spec.config_view_origin.items()},
+            "deployment": dep,
+        },
+    )
+
+    def compute() -> dict[str, Any]:
+        idx = index()
+        return build_report(spec, dep, trace_dispatch(idx, rules, spec, dep, version, tree.origin),
+                            idx)  # fmt: skip
+
+    return cached(key, compute)

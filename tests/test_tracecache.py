@@ -1,0 +1,97 @@
+"""The report cache: a report is read back only under the key of everything that decides it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from routescope import api, tracecache
+
+
+@pytest.fixture
+def trace_cache_on(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ROUTESCOPE_TRACE_CACHE", "1")
+    return isolated_cache
+
+
+def _counting(report: dict[str, object]) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def compute() -> dict[str, object]:
+        calls.append(1)
+        return dict(report)
+
+    return calls, compute
+
+
+def test_second_read_does_not_recompute(trace_cache_on: Path) -> None:
+    key = tracecache.key_for("tree", {"deployment": {"gpu": "sm120", "tp": 8}})
+    calls, compute = _counting({"verdict": "insertable"})
+    assert tracecache.cached(key, compute) == {"verdict": "insertable"}
+    assert tracecache.cached(key, compute) == {"verdict": "insertable"}
+    assert len(calls) == 1
+    assert list((trace_cache_on / "traces").glob("*/*.json"))
+
+
+def test_torn_entry_is_recomputed_and_replaced(trace_cache_on: Path) -> None:
+    key = tracecache.key_for("tree", {"x": 1})
+    assert key is not None
+    path = trace_cache_on / "traces" / key[:2] / f"{key}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"key": "' + key + '", "report": {"verd')  # a write cut short
+    calls, compute = _counting({"ok": True})
+    assert tracecache.cached(key, compute) == {"ok": True}
+    assert json.loads(path.read_text())["report"] == {"ok": True}
+    assert len(calls) == 1
+
+
+def test_every_input_is_in_the_key(trace_cache_on: Path) -> None:
+    base = {"deployment": {"gpu": "sm120", "tp": 8}, "spec": "GLM-5"}
+    k = tracecache.key_for("tree-a", base)
+    assert k == tracecache.key_for("tree-a", dict(base))
+    assert k != tracecache.key_for("tree-b", base)
+    assert k != tracecache.key_for("tree-a", {**base, "deployment": {"gpu": "sm100", "tp": 8}})
+    assert k != tracecache.key_for("tree-a", {**base, "spec": "GLM-5.1"})
+
+
+def test_no_key_for_a_checkout_or_when_disabled(
+    trace_cache_on: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert tracecache.key_for(None, {}) is None  # a checkout can change under the same path
+    monkeypatch.setenv("ROUTESCOPE_TRACE_CACHE", "0")
+    assert tracecache.key_for("tree", {}) is None
+    calls, compute = _counting({})
+    tracecache.cached(None, compute)
+    tracecache.cached(None, compute)
+    assert len(calls) == 2
+
+
+def test_code_fingerprint_covers_engine_and_rules() -> None:
+    fp = tracecache.code_fingerprint()
+    assert len(fp) == 64 and fp == tracecache.code_fingerprint()
+
+
+@pytest.mark.network
+def test_inspect_reads_back_the_same_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUTESCOPE_TRACE_CACHE", "1")
+    req = api.InspectRequest(
+        model="examples/configs/zai-org--GLM-5.json", framework="sglang==0.5.9", gpu="sm120", tp=8
+    )
+    traced = api.inspect(req)
+    monkeypatch.setattr(
+        "routescope.analysis.dispatch.trace_dispatch",
+        lambda *a, **k: pytest.fail("traced again although the report was cached"),
+    )
+    assert api.inspect(req) == traced
+
+
+def test_cache_clear_drops_reports(trace_cache_on: Path) -> None:
+    from routescope.source.cache import clear_cache
+
+    key = tracecache.key_for("tree", {"y": 2})
+    tracecache.cached(key, lambda: {"a": 1})
+    assert list((trace_cache_on / "traces").glob("*/*.json"))
+    assert clear_cache() > 0
+    assert not list((trace_cache_on / "traces").glob("*/*.json"))
