@@ -27,6 +27,17 @@ class GpuProfile:
     def bandwidth_bytes_per_s(self) -> float:
         return self.memory_bandwidth_tbps * 1e12
 
+    @property
+    def memory_mib(self) -> int:
+        """Device memory as nvidia-smi's memory.total reports it (MiB), from the datasheet size."""
+        return int(self.memory_gib * 1024)
+
+    @property
+    def mem_get_info(self) -> tuple[int, int]:
+        """torch.cuda.mem_get_info() when the server starts: (free, total) bytes, all free."""
+        total = int(self.memory_gib * 2**30)
+        return (total, total)
+
 
 def _norm(name: str) -> str:
     return name.strip().lower().replace("_", "-").replace(" ", "-")

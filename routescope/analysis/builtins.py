@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Any
 
 from routescope.analysis.values import (
@@ -28,6 +30,9 @@ _PURE: dict[str, Callable[..., Any]] = {
     "math.log2": math.log2, "math.ceil": math.ceil, "math.floor": math.floor,
     "math.sqrt": math.sqrt, "math.log": math.log, "math.isclose": math.isclose,
     "math.prod": math.prod, "math.gcd": math.gcd,
+    "os.path.join": posixpath.join, "os.path.basename": posixpath.basename,
+    "os.path.dirname": posixpath.dirname, "os.path.splitext": posixpath.splitext,
+    "os.path.normpath": posixpath.normpath, "os.fspath": str,
 }  # fmt: skip
 _SAFE_METHODS = {
     str: {"split", "startswith", "endswith", "lower", "upper", "strip", "replace", "rstrip",
@@ -39,7 +44,11 @@ _SAFE_METHODS = {
     int: {"bit_length", "bit_count", "to_bytes"},
     bool: set(),
     re.Match: {"group", "groups", "start", "end", "span", "groupdict"},
+    # pure path arithmetic; the filesystem queries (exists, is_file, is_dir) go to the engine
+    PurePosixPath: {"joinpath", "with_suffix", "with_name", "is_absolute", "as_posix",
+                    "relative_to", "match", "exists", "is_file", "is_dir"},
 }  # fmt: skip
+_PATH_ATTRS = {"name", "suffix", "suffixes", "stem", "parent", "parts", "anchor"}
 _MISSING = object()
 # Builtins whose result depends on the order they iterate a set in.
 _ORDER_SENSITIVE = {"list", "tuple", "enumerate", "zip", "str"}
@@ -68,6 +77,8 @@ def const_attribute(v: Const, name: str) -> Value:
     allowed = _SAFE_METHODS.get(type(v.value), set())
     if name in allowed:
         return BoundConst(v, name)
+    if name in _PATH_ATTRS and isinstance(v.value, PurePosixPath):
+        return Const(getattr(v.value, name), v.origins)
     if name in ("real", "imag") and isinstance(v.value, (int, float)):
         return Const(getattr(v.value, name), v.origins)
     return Unknown(f"attribute {name} of {type(v.value).__name__}")
@@ -90,7 +101,7 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
         )
     except Exception as exc:
         return Unknown(f"{fn.name}() raised {type(exc).__name__}")
-    if not isinstance(result, (str, int, float, bool, tuple, list, type(None))):
+    if not isinstance(result, (str, int, float, bool, tuple, list, type(None), PurePosixPath)):
         try:
             result = list(result)
         except TypeError:

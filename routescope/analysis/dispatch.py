@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from routescope.analysis.engine import Engine
+from routescope.analysis.facts import Checkpoint
 from routescope.analysis.frameworks import FrameworkRules, build_facts
 from routescope.analysis.index import Index
 from routescope.analysis.interp import Budget, BudgetExceeded
@@ -74,12 +76,38 @@ def _literal(v: Any) -> bool:
     )
 
 
+def _checkpoint(engine: Engine, spec: RoutingSpec) -> Checkpoint:
+    """The model path the server is given, and what its filesystem queries about it find: a
+    hub id is no local path; a directory holds its files; a lone config.json stands for a
+    checkpoint directory holding just that file."""
+    ref = spec.model
+    if ref.kind == "hub":
+        cp = Checkpoint(ref.ref, False, None, "a hub id (not a local path until downloaded)")
+    elif ref.kind == "dir":
+        root = Path(ref.ref)
+        try:
+            files = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*")
+                              if p.is_file())  # fmt: skip
+        except OSError:
+            files = None
+        cp = Checkpoint(ref.ref, True, files, "the files in the model directory")
+    else:
+        cp = Checkpoint(str(Path(ref.config_path).parent), True, frozenset({"config.json"}),
+                        "a checkpoint directory holding only the config.json read")  # fmt: skip
+    engine.facts.checkpoint = cp
+    return cp
+
+
 def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: RoutingSpec,
                  config: Instance, notes: list[str]) -> Value:  # fmt: skip
     """The framework's server-argument object: its defaults, --set, --tp, then its own
     post-processing (per-GPU and per-model overrides), then the start-up install steps."""
     sa_rules = rules.data.get("server_args", {})
     engine.facts.bindings["model_config"] = Instance(None, {"hf_config": config}, "model_config")
+    engine.facts.bindings["hf_config"] = config
+    engine.facts.bindings["gpu_memory_mib"] = Const(
+        dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
+    )
     for candidate in sa_rules.get("class", []):
         cls = resolve_entry(engine, candidate)
         if not isinstance(cls, ClassVal):
@@ -90,7 +118,8 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
         for field_name, v in list(inst.fields.items()):
             if isinstance(v, Const) and not v.origins:
                 inst.fields[field_name] = Const(v.value, (f"{cls.qualname} default",))
-        given: dict[str, Value] = {"model_path": Const(spec.model.ref, ("the model",)),
+        root = _checkpoint(engine, spec).root
+        given: dict[str, Value] = {"model_path": Const(root, ("the model",)),
                                    "tp_size": Const(dep.tp, ("--tp",))}  # fmt: skip
         if dep.quant and dep.quant != "bf16":
             given["quantization"] = Const(dep.quant, ("--quant",))
@@ -270,6 +299,7 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
     expert fusion there and writes it into the server arguments), without building its body."""
     chain = [resolve_entry(engine, q) for q in site.chain[1:]]
     engine.not_built = {c for c in chain if isinstance(c, ClassVal)} | {site.block_class}
+    engine.only_module = site.model_class
     try:
         kwargs = _init_kwargs(site.model_class, values)
         outs = _phase(
@@ -288,6 +318,7 @@ def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
             )
     finally:
         engine.not_built = set()
+        engine.only_module = None
 
 
 def _outside_validated(rules: FrameworkRules, version: str | None) -> str:

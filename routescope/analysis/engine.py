@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from pathlib import PurePosixPath
 from typing import Any, Protocol, cast
 
 from routescope.analysis.builtins import (
@@ -135,6 +136,9 @@ class Engine(StmtMixin):
         self._in_module_getattr: set[str] = set()
         self._memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]] = {}
         self.not_built: set[ClassVal] = set()
+        # While a model's own constructor runs for its side effects: the one class whose body
+        # is built; every other torch module it constructs stays a bare object.
+        self.only_module: ClassVal | None = None
         self.tracing = False  # set while the router's decode forward is traced
 
     # --- context -----------------------------------------------------------------------------
@@ -411,6 +415,13 @@ class Engine(StmtMixin):
         if isinstance(obj, Const):
             return [(st, const_attribute(obj, name))]
         if isinstance(obj, FunctionVal):
+            qual = obj.qualname.split(":")[-1]
+            if name == "__qualname__":
+                return [(st, Const(qual))]
+            if name == "__name__":
+                return [(st, Const(qual.rsplit(".", 1)[-1]))]
+            if name == "__module__":
+                return [(st, Const(obj.qualname.split(":")[0]))]
             return [(st, Unknown(f"attribute {name} of function"))]
         reason = obj.reason if isinstance(obj, Unknown) else f"attribute of {type(obj).__name__}"
         return [(st, Unknown(reason, obj.origins))]
@@ -558,6 +569,8 @@ class Engine(StmtMixin):
              node: ast.AST | None) -> Paths:  # fmt: skip
         fn = self._resolve(fn)
         if isinstance(fn, BoundConst):
+            if isinstance(fn.target.value, PurePosixPath) and fn.name in _PATH_METHODS:
+                return [(st, self.fs_query(_PATH_METHODS[fn.name], fn.target, f"Path.{fn.name}"))]
             return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, _TensorMethod):
             made = fn.tensor.made_at or self._made_at(node)
@@ -617,6 +630,11 @@ class Engine(StmtMixin):
         env_value = self._env_call(name, args, kwargs, node)
         if env_value is not None:
             return [(st, env_value)]
+        if name in ("copy.copy", "copy.deepcopy") and len(args) == 1:
+            return [(st, _copied(st, self._resolve(args[0]), name == "copy.deepcopy", 4))]
+        fs_value = self._fs_call(name, args)
+        if fs_value is not None:
+            return [(st, fs_value)]
         if name != "isinstance":  # a list reads as its items on this path (isinstance: as a list)
             args = [snapshot(st, a) for a in args]
         builtin = call_builtin(name, args, kwargs)
@@ -710,6 +728,31 @@ class Engine(StmtMixin):
         proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))
         return _SuperProxy(proxy, receiver)
 
+    def _fs_call(self, name: str, args: list[Value]) -> Value | None:
+        """pathlib paths of known text are values; the server's filesystem queries about its
+        model path are answered from the checkpoint routescope read (else Unknown)."""
+        if name in _PATH_TYPES:
+            if args and all(isinstance(a, Const) and isinstance(a.value, (str, PurePosixPath))
+                            for a in args):  # fmt: skip
+                return Const(PurePosixPath(*(a.value for a in args)), merge_origins(*args))  # type: ignore[attr-defined]
+            return None
+        kind = _FS_QUERIES.get(name)
+        if kind is None or len(args) != 1:
+            return None
+        return self.fs_query(kind, args[0], name)
+
+    def fs_query(self, kind: str, arg: Value, what: str) -> Value:
+        cp = self.facts.checkpoint
+        if (
+            cp is not None
+            and isinstance(arg, Const)
+            and isinstance(arg.value, (str, PurePosixPath))
+        ):
+            found = cp.query(kind, str(arg.value))
+            if found is not None:
+                return Const(found, (f"checkpoint {cp.root}: {cp.origin}",))
+        return Unknown(f"result of {what}()")
+
     def _env_call(self, name: str, args: list[Value], kwargs: dict[str, Value],
                   node: ast.AST | None) -> Value | None:  # fmt: skip
         if name not in ("os.getenv", "os.environ.get", "os.environ.__getitem__"):
@@ -759,7 +802,11 @@ class Engine(StmtMixin):
         if cls.is_enum:
             return [(st, self._enum_lookup(cls, args))]
         inst = Instance(cls, {}, cls.qualname.split(":")[-1])
-        if cls in self.not_built:
+        if cls in self.not_built or (
+            self.only_module is not None
+            and cls is not self.only_module
+            and any(b in _MODULE_BASES for b in cls.external_bases())
+        ):
             return [(st, inst)]  # built separately (the model body while running the model's init)
         if any(
             d.endswith("dataclass") or d.endswith("dataclasses.dataclass") for d in cls.decorators
@@ -1069,6 +1116,11 @@ class Engine(StmtMixin):
 
 
 # torch namespaces whose calls answer questions about the platform rather than make tensors
+_MODULE_BASES = {"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"}
+_PATH_TYPES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath"}
+_FS_QUERIES = {"os.path.exists": "exists", "os.path.isfile": "file", "os.path.isdir": "dir",
+               "os.path.lexists": "exists"}  # fmt: skip
+_PATH_METHODS = {"exists": "exists", "is_file": "file", "is_dir": "dir"}
 _NON_TENSOR_TORCH = ("torch.cuda.", "torch._C.", "torch.version", "torch.backends.",
                      "torch.distributed.", "torch.compiler.", "torch._dynamo.",
                      "torch.library.")  # fmt: skip
@@ -1156,6 +1208,21 @@ class _LazyName(Value):
 
 _IDENTITY_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.wraps",
                         "functools.cached_property", "typing.overload", "typing.final"}  # fmt: skip
+
+
+def _copied(st: PathState, v: Value, deep: bool, depth: int) -> Value:
+    """copy.copy / copy.deepcopy of a tracked object: a new object with this path's fields
+    (deep: nested objects copied too, `depth` levels down); values are shared as Python does."""
+    if not isinstance(v, Instance):
+        if isinstance(v, (Const, EnumMember, External, FunctionVal, ClassVal, ModuleVal)):
+            return v  # immutable, or copied as itself (copy of a class, a function, a module)
+        return Unknown("copy of an unknown value", v.origins)
+    fields = st.fields(v) if v.label in ("list", "dict") or v.cls is not None else v.fields
+    if deep:
+        if depth <= 0:
+            return Unknown("deepcopy nested too deeply")
+        fields = {k: _copied(st, x, True, depth - 1) for k, x in fields.items()}
+    return Instance(v.cls, dict(fields), v.label)
 
 
 def _join_values(vals: list[Value | None], states: list[PathState], n: int, where: str) -> Value:

@@ -24,6 +24,33 @@ class SinkRule:
         return bool(self.decorator) and any(fnmatch.fnmatchcase(d, self.decorator) for d in names)
 
 
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """What the server's filesystem queries about its model path find: the checkpoint as
+    routescope read it. `files` None: its listing is not known (queries under it stay Unknown)."""
+
+    root: str  # the model_path the server is given
+    local: bool  # a local directory (False: a hub id, not a path on this machine)
+    files: frozenset[str] | None
+    origin: str
+
+    def query(self, kind: str, path: str) -> bool | None:
+        """os.path.exists/isfile/isdir (`kind`: exists, file, dir) of `path`; None: unknown."""
+        import posixpath
+
+        root = posixpath.normpath(self.root)
+        norm = posixpath.normpath(path)
+        if norm == root:
+            return self.local and kind != "file"
+        if not norm.startswith(root + "/") or self.files is None or not self.local:
+            return None
+        rel = norm[len(root) + 1 :]
+        is_dir = any(f.startswith(rel + "/") for f in self.files)
+        if kind == "dir":
+            return is_dir
+        return rel in self.files or (kind == "exists" and is_dir)
+
+
 @dataclass
 class Facts:
     attributes: dict[str, Value] = field(default_factory=dict)  # "torch.version.cuda"
@@ -37,6 +64,7 @@ class Facts:
     # True: a variable the user did not give with --env is unset on the target (each read is
     # reported as an assumption); False: its value is unknown and conditions on it fork.
     env_unset_means_absent: bool = False
+    checkpoint: Checkpoint | None = None
 
     def sink_for_external(self, name: str) -> SinkRule | None:
         return next((s for s in self.sinks if s.matches_external(name)), None)

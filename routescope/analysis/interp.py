@@ -10,7 +10,7 @@ import ast
 import operator
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from routescope.analysis.builtins import call_builtin, const_attribute
 from routescope.analysis.facts import Facts
@@ -89,6 +89,28 @@ def merge_origins(*vals: Value) -> tuple[str, ...]:
     return tuple(out)
 
 
+# torch's dtypes: one object each, several names for some (torch.float is torch.float32).
+_DTYPE_ALIASES = {
+    "float": "float32", "double": "float64", "half": "float16", "cfloat": "complex64",
+    "cdouble": "complex128", "long": "int64", "int": "int32", "short": "int16",
+}  # fmt: skip
+_DTYPES = {
+    "float32", "float64", "float16", "bfloat16", "complex64", "complex128", "int64", "int32",
+    "int16", "int8", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+    "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32", "uint64",
+}  # fmt: skip
+
+
+def _torch_dtype(v: Value) -> str | None:
+    """The canonical dtype name of `torch.<dtype>` (an External), else None."""
+    if not isinstance(v, External) or not v.name.startswith("torch."):
+        return None
+    name = v.name[len("torch.") :]
+    name = _DTYPE_ALIASES.get(name, name)
+    return name if name in _DTYPES else None
+
+
+COMPREHENSION_ITEMS = 256  # longer comprehensions are not evaluated item by item
 LIST_UNKNOWN = "*"  # a list field that says its contents are no longer known
 
 
@@ -356,6 +378,9 @@ class ExprMixin:
                 return Const(eq)
             if isinstance(op, ast.NotEq):
                 return Const(not eq)
+        dtypes = _torch_dtype(a), _torch_dtype(b)
+        if dtypes[0] and dtypes[1] and isinstance(op, (ast.Eq, ast.NotEq)):
+            return Const((dtypes[0] == dtypes[1]) == isinstance(op, ast.Eq), merge_origins(a, b))
         if isinstance(a, EnumMember) and isinstance(b, Const):
             a = a.value
         if isinstance(b, EnumMember) and isinstance(a, Const):
@@ -411,6 +436,8 @@ class ExprMixin:
                 return False  # an imported name exists
         if isinstance(a, Const) and a.value is None:
             return self.identical(b, a)
+        if _torch_dtype(a) and _torch_dtype(b):
+            return _torch_dtype(a) == _torch_dtype(b)  # one object per dtype
         objects = (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)
         if isinstance(a, objects) and isinstance(b, objects):
             if isinstance(a, EnumMember) and isinstance(b, EnumMember):
@@ -487,9 +514,91 @@ class ExprMixin:
         return [(st, self.make_lambda(st, node))]
 
     def ev_ListComp(self, st: PathState, node: ast.expr) -> Paths:
-        return [(st, Unknown("comprehension"))]
+        """A comprehension over known items, evaluated item by item on this one path; Unknown
+        when an item, a filter or the iterable is not known, or evaluating forks the path."""
+        assert isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+        names = {
+            n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
+        }
+        env = st.env if st.envs else None
+        if env is None:
+            return [(st, Unknown("comprehension"))]
+        saved = {n: env[n] for n in names if n in env}
+        try:
+            got = self._comprehend(st, node, node.generators, [])
+        finally:
+            for n in names:  # the comprehension's variables are its own (Python 3 scoping)
+                env.pop(n, None)
+            env.update(saved)
+        if isinstance(got, Unknown):
+            return [(st, got)]
+        if isinstance(node, ast.DictComp):
+            pairs = [cast(tuple[Value, Value], p) for p in got]
+            if not all(isinstance(k, Const) for k, _ in pairs):
+                return [(st, Unknown("comprehension with unknown keys"))]
+            return [(st, Instance(None, {repr(cast(Const, k).value): v for k, v in pairs}, "dict"))]
+        vals = [cast(Value, v) for v in got]
+        if isinstance(node, ast.ListComp):
+            return [(st, new_list(vals))]
+        if all(isinstance(v, Const) for v in vals):
+            items = [cast(Const, v).value for v in vals]
+            try:
+                made: Any = frozenset(items) if isinstance(node, ast.SetComp) else tuple(items)
+            except TypeError:
+                return [(st, Unknown("comprehension of unhashable items"))]
+            return [(st, Const(made, merge_origins(*vals)))]
+        if isinstance(node, ast.SetComp):
+            return [(st, Unknown("set of unknown items"))]
+        return [(st, Instance(None, {str(i): v for i, v in enumerate(vals)}, "tuple"))]
 
     ev_SetComp = ev_DictComp = ev_GeneratorExp = ev_ListComp
+
+    def _comprehend(self, st: PathState, node: ast.expr, gens: list[ast.comprehension],
+                    out: list[object]) -> list[object] | Unknown:  # fmt: skip
+        from routescope.analysis.stmts import _iteration
+
+        if not gens:
+            if isinstance(node, ast.DictComp):
+                k, v = self._one(st, node.key), self._one(st, node.value)
+                if k is None or v is None:
+                    return Unknown("comprehension item")
+                out.append((k, v))
+            else:
+                elt = self._one(st, node.elt)  # type: ignore[attr-defined]
+                if elt is None:
+                    return Unknown("comprehension item")
+                out.append(elt)
+            return out
+        gen = gens[0]
+        it = self._one(st, gen.iter)
+        items = _iteration(it, st) if it is not None else None
+        if items is None:
+            return Unknown("comprehension over unknown items")
+        if len(items) > COMPREHENSION_ITEMS:
+            return Unknown(f"comprehension over more than {COMPREHENSION_ITEMS} items")
+        for item in items:
+            self.assign(st, gen.target, item)  # type: ignore[attr-defined]
+            keep = True
+            for cond in gen.ifs:
+                c = self._one(st, cond)
+                t = truth_in(st, c) if c is not None else None
+                if t is None:
+                    return Unknown("comprehension filter")
+                keep = keep and t
+                if not keep:
+                    break
+            if keep:
+                got = self._comprehend(st, node, gens[1:], out)
+                if isinstance(got, Unknown):
+                    return got
+        return out
+
+    def _one(self, st: PathState, node: ast.expr) -> Value | None:
+        """`node`'s value when evaluating it keeps to this path (None when it forks)."""
+        res = self.ev(st, node)
+        if len(res) != 1 or res[0][0] is not st:
+            return None
+        return res[0][1]
 
     def ev_Starred(self, st: PathState, node: ast.Starred) -> Paths:
         return self.ev(st, node.value)

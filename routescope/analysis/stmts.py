@@ -31,6 +31,8 @@ GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `gl
 # More live paths than this after a statement are merged where they reached the same routing
 # kernels: a control-flow join, with the variables they disagree on becoming Unknown.
 MERGE_AT = 24
+# How far into nested objects a join looks (server args -> declaration stash -> entry -> dict).
+JOIN_DEPTH = 4
 # At most this many list shapes are kept apart at a join (see merge_paths).
 MAX_SHAPES = 8
 
@@ -57,24 +59,33 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
         if len(members) > 1:
             why = f"differs between paths joined at {where}"
             objs = {k: o for m in members for k, o in m.heap_objs.items()}
+            # every join reads the paths as they were: the first path is written only after
+            # (a list each path made for itself joins item by item where a variable holds it,
+            # even though the other paths' views of the first path's list differ)
+            updates: list[tuple[Instance, dict[str, Value]]] = []
             for obj in objs.values():
                 views = [m.fields(obj) for m in members]
                 if all(v is views[0] for v in views):
                     continue  # no path changed it differently
                 if is_list(obj) and len({tuple(v) for v in views}) > 1:
-                    first.replace_fields(obj, {LIST_UNKNOWN: Unknown(why)})  # lengths differ
+                    updates.append((obj, {LIST_UNKNOWN: Unknown(why)}))  # lengths differ
                     continue
-                joined = _join_fields(views, members, why, 2)
+                joined = _join_fields(views, members, why, JOIN_DEPTH)
                 if is_dict(obj) and len({tuple(sorted(v)) for v in views}) > 1:
                     # keys some paths lack: neither present nor absent on the joined path
                     joined = {k: v for k, v in joined.items() if all(k in w for w in views)}
                     joined[LIST_UNKNOWN] = Unknown(why)
-                first.replace_fields(obj, joined)
+                updates.append((obj, joined))
+            env_updates: list[tuple[dict[str, Value], str, Value]] = []
             for depth, env in enumerate(first.envs):
                 names = dict.fromkeys(k for m in members for k in m.envs[depth])
                 for name in names:
                     vals = [m.envs[depth].get(name) for m in members]
-                    env[name] = _join(vals, members, why, 2)
+                    env_updates.append((env, name, _join(vals, members, why, JOIN_DEPTH)))
+            for obj, fields in updates:
+                first.replace_fields(obj, fields)
+            for env, name, value in env_updates:
+                env[name] = value
             first.assumptions.append(f"{len(members)} paths joined at {where}")
         out.append(first)
     return out
@@ -93,7 +104,7 @@ def _content(st: PathState, v: Value | None, depth: int) -> str:
 
 def join_values(vals: list[Value | None], members: list[PathState], why: str) -> Value:
     """One value for `vals` as seen on paths `members` (see _join)."""
-    return _join(list(vals), members, why, 2)
+    return _join(list(vals), members, why, JOIN_DEPTH)
 
 
 def _join_fields(views: list[dict[str, Value]], members: list[PathState], why: str,
@@ -129,9 +140,12 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
             joined = {k: v for k, v in joined.items() if all(k in w for w in views)}
             joined[LIST_UNKNOWN] = Unknown(why)
         return Instance(None, joined, label)
-    if depth > 0 and all(isinstance(v, Instance) and v.cls is not None for v in vals):
+    if depth > 0 and all(
+        isinstance(v, Instance) and (v.cls is not None or v.label not in ("list", "tuple", "dict"))
+        for v in vals
+    ):  # objects of one class (or one kind: the model's config made on each path)
         insts = [v for v in vals if isinstance(v, Instance)]
-        if len({id(i.cls) for i in insts}) == 1:
+        if len({(id(i.cls), i.label if i.cls is None else "") for i in insts}) == 1:
             views = [m.fields(i) for m, i in zip(members, insts, strict=False)]
             return Instance(
                 insts[0].cls, _join_fields(views, members, why, depth - 1), insts[0].label
@@ -513,6 +527,14 @@ def _iteration(v: Value, st: PathState) -> list[Value] | None:
         return [Const(x, v.origins) for x in ordered(v.value)]
     if isinstance(v, Instance) and v.label in ("tuple", "list"):
         return seq_items(st, v)
+    if isinstance(v, Instance) and v.cls is None and v.label == "dict":
+        f = st.fields(v)
+        if LIST_UNKNOWN in f:
+            return None
+        try:  # keys are stored as their repr
+            return [Const(ast.literal_eval(k)) for k in f]
+        except (ValueError, SyntaxError):
+            return None
     if isinstance(v, ClassVal) and v.is_enum:
         return [m for m in v.attrs.values() if type(m).__name__ == "EnumMember"]
     if isinstance(v, External):
