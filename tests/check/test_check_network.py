@@ -151,8 +151,8 @@ def test_outputs_are_byte_identical_across_runs(
 def test_unsupported_version_never_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """0.5.16 and later give provisional/unknown paths today: exit 2 (or 1 when required)."""
-    text = policy_text([GLM5], "sglang==0.5.16", ["sm120"], "require_selected_path = false\n")
+    """0.5.20 and later give provisional/unknown paths today: exit 2 (or 1 when required)."""
+    text = policy_text([GLM5], "sglang==0.5.23", ["sm120"], "require_selected_path = false\n")
     path = write_policy(tmp_path, text)
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
     assert code == ExitCode.ERROR, out
