@@ -181,6 +181,11 @@ def _isinstance(obj: Value, cls: Value) -> Value:
         if isinstance(t, External) and isinstance(obj, (FunctionVal, ClassVal, EnumMember)) \
                 and t.name in builtin_types:  # fmt: skip
             continue
+        if isinstance(t, External) and t.name == "type":
+            if isinstance(obj, ClassVal):
+                return Const(True)
+            if isinstance(obj, (Const, FunctionVal, EnumMember, Instance, Tensor)):
+                continue
         if isinstance(t, External) and isinstance(obj, Const):
             py = builtin_types.get(t.name)
             if py is not None:

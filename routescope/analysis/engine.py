@@ -11,6 +11,7 @@ import functools
 from pathlib import PurePosixPath
 from typing import Any, Protocol, cast
 
+from routescope.analysis import records
 from routescope.analysis.builtins import (
     BoundConst,
     builtin_names,
@@ -49,13 +50,13 @@ _BUILTINS = builtin_names() | {
     "None", "True", "False", "Exception", "ImportError", "ModuleNotFoundError", "ValueError",
     "RuntimeError", "AssertionError", "KeyError", "TypeError", "AttributeError",
     "NotImplementedError", "property", "staticmethod", "classmethod", "NotImplemented", "OSError",
-    "__name__",
+    "__name__", "vars", "issubclass",
 }  # fmt: skip
 
 
 # A module-level statement (a registration call, a table built in a loop) that takes longer than
 # this is abandoned: the names it binds become Unknown rather than stalling the trace.
-MODULE_STMT_STEPS = 20_000
+MODULE_STMT_STEPS = 80_000
 
 
 @functools.cache
@@ -136,6 +137,7 @@ class Engine(StmtMixin):
         self._in_module_getattr: set[str] = set()
         self._memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]] = {}
         self.not_built: set[ClassVal] = set()
+        self._memo_keep: list[Value] = []  # values whose ids are in memo keys
         # While a model's own constructor runs for its side effects: the one class whose body
         # is built; every other torch module it constructs stays a bare object.
         self.only_module: ClassVal | None = None
@@ -396,6 +398,15 @@ class Engine(StmtMixin):
                 return [(st, found.bind(obj))]
             if found is not None:
                 return [(st, found)]
+            special = records.class_attribute(obj, name)
+            if special is not None:
+                return [(st, special)]
+            if name == "__name__":
+                return [(st, Const(obj.qualname.split(":")[-1].rsplit(".", 1)[-1]))]
+            if name == "__qualname__":
+                return [(st, Const(obj.qualname.split(":")[-1]))]
+            if name == "__mro__":
+                return [(st, Instance(None, {str(i): c for i, c in enumerate(obj.mro())}, "tuple"))]
             return [(st, Unknown(f"class {obj.qualname} has no attribute {name}"))]
         if isinstance(obj, EnumMember):
             if name == "name":
@@ -519,7 +530,8 @@ class Engine(StmtMixin):
             return None
         head = self.ev(st.fork(), value.func)
         fn = self._resolve(head[0][1]) if head else None
-        if not (isinstance(fn, External) and fn.name in ("dataclasses.field", "field")):
+        if not (isinstance(fn, External) and fn.name in ("dataclasses.field", "field",
+                                                         "msgspec.field")):  # fmt: skip
             return None
         kw = {k.arg: k.value for k in value.keywords if k.arg}
         if "default" in kw:
@@ -606,6 +618,10 @@ class Engine(StmtMixin):
             return special
         if name in self.facts.calls:
             return [(st, self.facts.calls[name])]
+        rec = records.call(name, [self._resolve(a) for a in args], kwargs, st,
+                           self.ctx[-1].module.name if self.ctx else "")  # fmt: skip
+        if rec is not None:
+            return [(st, rec)]
         if name == "routescope.namespace":  # summaries build plain objects with it
             return [(st, Instance(None, dict(kwargs), "object"))]
         if name in _IDENTITY_DECORATORS:
@@ -808,9 +824,14 @@ class Engine(StmtMixin):
             and any(b in _MODULE_BASES for b in cls.external_bases())
         ):
             return [(st, inst)]  # built separately (the model body while running the model's init)
-        if any(
-            d.endswith("dataclass") or d.endswith("dataclasses.dataclass") for d in cls.decorators
-        ) or any(d.endswith("NamedTuple") for d in cls.external_bases()):
+        if (
+            any(
+                d.endswith("dataclass") or d.endswith("dataclasses.dataclass")
+                for d in cls.decorators
+            )
+            or any(d.endswith("NamedTuple") for d in cls.external_bases())
+            or records.is_struct(cls)
+        ):
             self._dataclass_init(cls, inst, args, kwargs)
             post = cls.lookup("__post_init__")
             if isinstance(post, FunctionVal):
@@ -836,6 +857,11 @@ class Engine(StmtMixin):
                 inst.fields[name] = kwargs[name]
             else:
                 default = cls.lookup(name)
+                if isinstance(default, records.FieldDefault):
+                    default = (
+                        _Factory(default.factory) if default.factory is not None
+                        else default.default
+                    )  # fmt: skip
                 if isinstance(default, _Factory):
                     made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
                     inst.fields[name] = made[0][1] if len(made) == 1 else Unknown(f"{name} factory")
@@ -886,6 +912,16 @@ class Engine(StmtMixin):
                     st.decisions[before:],
                     fn.bound,
                 )
+            else:
+                returned = [o for o in result if o[1] == "return" and not o[0].stopped]
+                if returned and len(returned) == len(result):
+                    # a cached function computes one value: later calls get the join of what
+                    # this first call's paths returned (its own callers keep every path)
+                    vals: list[Value | None] = [o[2] or Const(None) for o in returned]
+                    head = vals[0] or Const(None)
+                    joined = head if all(_same(v, head) for v in vals) else _join_values(
+                        vals, [o[0] for o in returned], len(returned), fn.qualname)  # fmt: skip
+                    self._memo[memo_key] = (joined, [], fn.bound)
             return result
         return self._invoke_uncached(st, fn, args, kwargs, node)
 
@@ -941,19 +977,26 @@ class Engine(StmtMixin):
         """functools-cached functions of known arguments are evaluated once per engine."""
         if not any("cache" in d.rsplit(".", 1)[-1].rsplit(":", 1)[-1] for d in fn.decorators):
             return None
-        vals = [*args, *kwargs.values()]
-        if not all(
-            isinstance(v, Const) and isinstance(v.value, (int, float, str, bool, type(None), tuple))
-            for v in vals
-        ):
+
+        def key(v: Value) -> str | None:
+            """functools.cache keys by hash: constants by value, classes and functions by
+            identity (as Python hashes them); anything else is not cached here."""
+            if isinstance(v, Const) and isinstance(
+                v.value, (int, float, str, bool, type(None), tuple)
+            ):
+                return repr(v.value)
+            if isinstance(v, (ClassVal, FunctionVal)):
+                self._memo_keep.append(v)  # its id stays its own while the engine lives
+                return f"#{type(v).__name__}:{id(v)}"
+            if isinstance(v, EnumMember):
+                return f"{v.cls.qualname}.{v.name}"
             return None
-        return (
-            fn.qualname,
-            id(fn.bound),
-            # every argument is a Const (checked above): the filters drop nothing
-            tuple(repr(v.value) for v in args if isinstance(v, Const)),
-            tuple(sorted((k, repr(v.value)) for k, v in kwargs.items() if isinstance(v, Const))),
-        )
+
+        arg_keys = [key(self._resolve(v)) for v in args]
+        kw_keys = sorted((k, key(self._resolve(v))) for k, v in kwargs.items())
+        if any(k is None for k in arg_keys) or any(k is None for _, k in kw_keys):
+            return None
+        return (fn.qualname, id(fn.bound), tuple(arg_keys), tuple(kw_keys))
 
     def _invoke_uncached(
         self,
@@ -1281,6 +1324,8 @@ class _DictMethod(Value):
             if self.name == "pop":
                 f.pop(key, None)
             return value
+        if self.name in ("keys", "values", "items") and LIST_UNKNOWN in f:
+            return Unknown(f"dict.{self.name}() of a dict of unknown contents")
         if self.name == "keys":
             return Instance(None, {str(i): _key_value(k) for i, k in enumerate(f)}, "tuple")
         if self.name == "values":

@@ -110,7 +110,7 @@ def _torch_dtype(v: Value) -> str | None:
     return name if name in _DTYPES else None
 
 
-COMPREHENSION_ITEMS = 256  # longer comprehensions are not evaluated item by item
+COMPREHENSION_ITEMS = 4096  # longer comprehensions are not evaluated item by item
 LIST_UNKNOWN = "*"  # a list field that says its contents are no longer known
 
 
@@ -135,6 +135,13 @@ def seq_items(st: PathState, v: Value) -> list[Value] | None:
 
 def is_dict(v: Value) -> bool:
     return isinstance(v, Instance) and v.cls is None and v.label == "dict"
+
+
+def _items_of(st: PathState, v: Value) -> list[Value] | None:
+    """The items of a list, tuple or constant sequence, as this path sees them."""
+    if isinstance(v, Const) and isinstance(v.value, (list, tuple)):
+        return [Const(x, v.origins) for x in v.value]
+    return seq_items(st, v)
 
 
 def snapshot(st: PathState, v: Value) -> Value:
@@ -295,7 +302,7 @@ class ExprMixin:
     def ev_Dict(self, st: PathState, node: ast.Dict) -> Paths:
         keys = [k for k in node.keys if k is not None]
         if len(keys) != len(node.keys):
-            return [(st, Unknown("dict with ** unpacking"))]
+            return self._dict_with_unpacking(st, node)
         out: Paths = []
         for s, vals in self.ev_seq(st, [*keys, *node.values]):
             ks, vs = vals[: len(keys)], vals[len(keys) :]
@@ -307,10 +314,35 @@ class ExprMixin:
                 out.append((s, Unknown("dict with unknown keys")))
         return out
 
+    def _dict_with_unpacking(self, st: PathState, node: ast.Dict) -> Paths:
+        """`{**a, "k": v, **b}`: items in order, later ones win; unknown when a part is."""
+        fields: dict[str, Value] = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:
+                part = self._one(st, value)
+                if not (isinstance(part, Instance) and part.label == "dict" and part.cls is None):
+                    return [(st, Unknown("dict with ** of an unknown mapping"))]
+                view = st.fields(part)
+                if LIST_UNKNOWN in view:
+                    return [(st, Unknown("dict with ** of a dict of unknown contents"))]
+                fields.update(view)
+                continue
+            k, v = self._one(st, key), self._one(st, value)
+            if not isinstance(k, Const) or v is None:
+                return [(st, Unknown("dict with unknown keys"))]
+            fields[repr(k.value)] = v
+        return [(st, Instance(None, fields, "dict"))]
+
     def ev_BinOp(self, st: PathState, node: ast.BinOp) -> Paths:
         out: Paths = []
         for s, (a, b) in self.ev_seq(st, [node.left, node.right]):
             fn = BINOPS.get(type(node.op))
+            if isinstance(node.op, ast.Add) and (is_list(a) or is_list(b)):
+                left, right = _items_of(s, a), _items_of(s, b)
+                joined = new_list(left + right) if left is not None and right is not None else \
+                    Unknown("concatenation of a list of unknown contents")  # fmt: skip
+                out.append((s, joined))
+                continue
             if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
                 try:
                     out.append((s, Const(fn(a.value, b.value), merge_origins(a, b))))
@@ -378,6 +410,24 @@ class ExprMixin:
                 return Const(eq)
             if isinstance(op, ast.NotEq):
                 return Const(not eq)
+        if (
+            isinstance(op, (ast.Eq, ast.NotEq))
+            and isinstance(a, Instance)
+            and isinstance(b, Instance)
+            and a.cls is None
+            and b.cls is None
+            and {a.label, b.label} <= {"dict", "tuple"}
+            and LIST_UNKNOWN not in a.fields
+            and LIST_UNKNOWN not in b.fields
+        ):  # containers compare item by item (the views of this path: see ev_Compare)
+            if a.label != b.label or a.fields.keys() != b.fields.keys():
+                return Const(isinstance(op, ast.NotEq))
+            hits = [self.compare(ast.Eq(), a.fields[k], b.fields[k]) for k in a.fields]
+            if any(isinstance(h, Const) and not h.value for h in hits):
+                return Const(isinstance(op, ast.NotEq))
+            if all(isinstance(h, Const) for h in hits):
+                return Const(isinstance(op, ast.Eq))
+            return Unknown("compare of containers with unknown items")
         dtypes = _torch_dtype(a), _torch_dtype(b)
         if dtypes[0] and dtypes[1] and isinstance(op, (ast.Eq, ast.NotEq)):
             return Const((dtypes[0] == dtypes[1]) == isinstance(op, ast.Eq), merge_origins(a, b))
@@ -438,6 +488,15 @@ class ExprMixin:
             return self.identical(b, a)
         if _torch_dtype(a) and _torch_dtype(b):
             return _torch_dtype(a) == _torch_dtype(b)  # one object per dtype
+        if isinstance(a, External) and isinstance(b, External):
+            # imports name objects by their full dotted path: one name, one object (a sentinel
+            # such as msgspec.NODEFAULT); two names, two objects (dtype aliases are above)
+            return a.name == b.name
+        framework = (Const, FunctionVal, ClassVal, Instance, EnumMember, Tensor)
+        if (isinstance(a, External) and isinstance(b, framework)) or (
+            isinstance(b, External) and isinstance(a, framework)
+        ):
+            return False  # an object from outside the framework is none of its values
         objects = (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)
         if isinstance(a, objects) and isinstance(b, objects):
             if isinstance(a, EnumMember) and isinstance(b, EnumMember):

@@ -31,6 +31,9 @@ GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `gl
 # More live paths than this after a statement are merged where they reached the same routing
 # kernels: a control-flow join, with the variables they disagree on becoming Unknown.
 MERGE_AT = 24
+# A for loop over known items runs item by item up to this many items (the step budgets still
+# bound the work); beyond, and over unknown items, its body runs once with what it changes havoced.
+SEQ_LIMIT = 2048
 # How far into nested objects a join looks (server args -> declaration stash -> entry -> dict).
 JOIN_DEPTH = 4
 # At most this many list shapes are kept apart at a join (see merge_paths).
@@ -415,7 +418,7 @@ class StmtMixin(ExprMixin):
         out: list[Outcome] = []
         for s, it in self.ev(st, node.iter):
             items = _iteration(it, s)
-            if items is None or len(items) > self.budget.loop_limit:
+            if items is None or len(items) > SEQ_LIMIT:
                 out.extend(self._havoc_loop(s, node))
                 continue
             live = [s]

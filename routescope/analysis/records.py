@@ -1,0 +1,235 @@
+"""Record types as libraries define them: dataclasses and msgspec Structs.
+
+A record class declares its fields with annotations in its body (the engine marks each with a
+`__field__<name>` attribute, in order). This module answers what the reflection functions of
+`dataclasses`, `msgspec` and `typing` return for such classes, and builds the classes
+`msgspec.defstruct` makes at run time, so framework code that assembles its configuration
+reflectively (SGLang 0.5.20+ builds its ServerArgs from namespace Structs) reads as it runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from routescope.analysis.values import (
+    ClassVal,
+    Const,
+    External,
+    FunctionVal,
+    Instance,
+    Unknown,
+    Value,
+)  # fmt: skip
+
+if TYPE_CHECKING:
+    from routescope.analysis.state import PathState
+
+STRUCT_BASES = {"msgspec.Struct", "msgspec.structs.Struct"}
+NODEFAULT = "msgspec.NODEFAULT"
+MISSING = "dataclasses.MISSING"
+FIELD = "__field__"
+
+
+def is_struct(cls: ClassVal) -> bool:
+    return any(b in STRUCT_BASES for b in cls.external_bases())
+
+
+def is_dataclass(cls: ClassVal) -> bool:
+    return any(d.endswith("dataclass") for c in cls.mro() for d in c.decorators)
+
+
+def is_record(cls: ClassVal) -> bool:
+    return is_struct(cls) or is_dataclass(cls) or "__record_fields__" in cls.attrs
+
+
+def field_names(cls: ClassVal) -> list[str]:
+    """Fields in declaration order, bases first (as dataclasses and msgspec order them)."""
+    names: list[str] = []
+    for c in reversed(cls.mro()):
+        for key in c.attrs:
+            if key.startswith(FIELD) and key[len(FIELD) :] not in names:
+                names.append(key[len(FIELD) :])
+    return names
+
+
+class FieldDefault(Value):
+    """What `msgspec.field(...)` / `dataclasses.field(...)` returns: a field's default or its
+    default factory, picked up by the class (or `defstruct`) that declares the field."""
+
+    def __init__(self, default: Value | None, factory: Value | None) -> None:
+        super().__init__()
+        self.default = default
+        self.factory = factory
+
+
+def _dict(items: dict[str, Value]) -> Instance:
+    return Instance(None, {repr(k): v for k, v in items.items()}, "dict")
+
+
+def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
+    default = cls.lookup(name)
+    factory: Value = External(sentinel)
+    if isinstance(default, FieldDefault):
+        factory = default.factory or External(sentinel)
+        default = default.default
+    elif default is not None and type(default).__name__ == "_Factory":
+        factory = default.factory  # type: ignore[attr-defined]
+        default = None
+    if default is None or isinstance(default, FunctionVal):
+        default = External(sentinel)
+    return Instance(
+        None,
+        {
+            "name": Const(name),
+            "default": default,
+            "default_factory": factory,
+            "type": Unknown(f"annotation of {name}"),
+            "metadata": Unknown("field metadata"),
+            "encode_name": Const(name),
+        },
+        "FieldInfo",
+    )
+
+
+def call(name: str, args: list[Value], kwargs: dict[str, Value], st: PathState,
+         module: str = "") -> Value | None:  # fmt: skip
+    """The value of a record-library call, or None when `name` is not one of them."""
+    if name in ("msgspec.field", "dataclasses.field"):
+        default = kwargs.get("default")
+        factory = kwargs.get("default_factory")
+        return FieldDefault(default, factory)
+    if name in ("msgspec.structs.fields", "dataclasses.fields") and len(args) == 1:
+        target = args[0]
+        cls = target.cls if isinstance(target, Instance) else target
+        if not isinstance(cls, ClassVal):
+            return None if not isinstance(cls, (Const,)) else Unknown(f"{name}() of a value")
+        sentinel = NODEFAULT if name.startswith("msgspec") else MISSING
+        infos = [_field_info(cls, n, sentinel) for n in field_names(cls)]
+        return Instance(None, {str(i): f for i, f in enumerate(infos)}, "tuple")
+    if name == "dataclasses.is_dataclass" and len(args) == 1:
+        target = args[0]
+        if isinstance(target, Instance) and target.cls is not None:
+            return Const(is_dataclass(target.cls))
+        if isinstance(target, ClassVal):
+            return Const(is_dataclass(target))
+        if isinstance(target, Const) or (isinstance(target, Instance) and target.cls is None):
+            return Const(False)
+        return None
+    if name in ("typing.get_type_hints", "typing_extensions.get_type_hints") and args:
+        cls = args[0]
+        if isinstance(cls, ClassVal):
+            return _dict({n: Unknown(f"annotation of {n}") for n in field_names(cls)})
+        return None
+    if name == "msgspec.defstruct" and args:
+        return defstruct(args, kwargs, st, module)
+    if name == "vars" and len(args) == 1:
+        target = args[0]
+        if isinstance(target, ClassVal):
+            return class_vars(target)
+        if isinstance(target, Instance) and target.cls is not None:
+            return Instance(None, {repr(k): v for k, v in st.fields(target).items()}, "dict")
+        return None
+    if name == "issubclass" and len(args) == 2:
+        sub, sup = args
+        if not isinstance(sub, ClassVal):
+            return None
+        targets = [sup]
+        if isinstance(sup, Instance) and sup.label == "tuple":
+            targets = list(sup.fields.values())
+        known = True
+        for t in targets:
+            if isinstance(t, ClassVal):
+                if t in sub.mro():
+                    return Const(True)
+            elif isinstance(t, External):
+                if t.name in sub.external_bases() or (t.name in STRUCT_BASES and is_struct(sub)):
+                    return Const(True)
+                if t.name != "object":
+                    known = (
+                        known
+                        and not any(
+                            isinstance(b, (Unknown, External))
+                            for c in sub.mro()
+                            for b in c.bases
+                            if not (
+                                isinstance(b, External) and b.name in ("object", "typing.Generic")
+                            )
+                        )
+                        if t.name not in ("type",)
+                        else known
+                    )
+            else:
+                known = False
+        return Const(False) if known else Unknown("issubclass() against an unknown class")
+    return None
+
+
+def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module: str) -> Value:
+    """`msgspec.defstruct(name, fields, *, bases=None, module=None, namespace=None, ...)`."""
+    from routescope.analysis.interp import seq_items
+
+    name = args[0]
+    fields = args[1] if len(args) > 1 else kwargs.get("fields")
+    if not isinstance(name, Const) or fields is None:
+        return Unknown("msgspec.defstruct() of unknown arguments")
+    items = seq_items(st, fields)
+    if items is None and isinstance(fields, Const) and isinstance(fields.value, (list, tuple)):
+        items = [Const(x) for x in fields.value]
+    if items is None:
+        return Unknown("msgspec.defstruct() of an unknown field list")
+    attrs: dict[str, Value] = {}
+    ns = kwargs.get("namespace")
+    if isinstance(ns, Instance) and ns.label == "dict":
+        for key, v in st.fields(ns).items():
+            try:
+                attrs[str(ast.literal_eval(key))] = v
+            except (ValueError, SyntaxError):
+                return Unknown("msgspec.defstruct() namespace with unknown keys")
+    elif ns is not None and not (isinstance(ns, Const) and ns.value is None):
+        return Unknown("msgspec.defstruct() of an unknown namespace")
+    for item in items:
+        parts = _parts(item, st)
+        if parts is None or not parts or not isinstance(parts[0], Const):
+            return Unknown("msgspec.defstruct() field of unknown shape")
+        fname = str(parts[0].value)
+        attrs[f"{FIELD}{fname}"] = Const(fname)
+        if len(parts) >= 3:
+            attrs[fname] = parts[2]
+        else:
+            attrs.pop(fname, None)  # a required field: the namespace's slot is not a default
+    bases: tuple[Value, ...] = (External("msgspec.Struct"),)
+    given = kwargs.get("bases")
+    extra = seq_items(st, given) if given is not None else []
+    if extra:
+        bases = (*extra, *bases)
+    where = kwargs.get("module")
+    home = str(where.value) if isinstance(where, Const) and where.value else module or "msgspec"
+    return ClassVal(f"{home}:{name.value}", None, None, bases, attrs)
+
+
+def _parts(item: Value, st: PathState) -> list[Value] | None:
+    from routescope.analysis.interp import seq_items
+
+    if isinstance(item, Const):
+        if isinstance(item.value, str):
+            return [item]
+        if isinstance(item.value, tuple):
+            return [Const(x) for x in item.value]
+        return None
+    return seq_items(st, item)
+
+
+def class_attribute(cls: ClassVal, name: str) -> Value | None:
+    """`__annotations__` and `__dict__` of a class, as the engine keeps it."""
+    if name == "__annotations__":
+        own = [k[len(FIELD) :] for k in cls.attrs if k.startswith(FIELD)]
+        return _dict({n: Unknown(f"annotation of {n}") for n in own})
+    if name == "__dict__":
+        return class_vars(cls)
+    return None
+
+
+def class_vars(cls: ClassVal) -> Instance:
+    """`vars(cls)`: the class's own attributes (the engine's field markers left out)."""
+    return _dict({k: v for k, v in cls.attrs.items() if not k.startswith(FIELD)})

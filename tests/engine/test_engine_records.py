@@ -1,0 +1,124 @@
+"""Library semantics the engine evaluates: records (dataclasses, msgspec Structs, defstruct),
+comprehensions, dict unpacking, list concatenation, copies, torch dtypes and paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from routescope.analysis.facts import Checkpoint, Facts
+from routescope.analysis.values import Tensor
+from tests.engine.test_engine_synthetic import SINKS, make_tree, run
+
+HEAD = """
+import copy
+import os
+import dataclasses
+from pathlib import Path
+from typing import get_type_hints
+import msgspec
+import msgspec.structs
+import torch
+from fastk import topk_fast
+
+"""
+
+
+def _kinds(tmp_path: Path, body: str, facts: Facts | None = None) -> list[str | None]:
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", Tensor(),
+                facts=facts)  # fmt: skip
+    return sorted(str(p.sink.kind if p.sink else None) for p in paths)
+
+
+def test_msgspec_struct_reflection_and_defstruct(tmp_path: Path) -> None:
+    """SGLang 0.5.20+ assembles ServerArgs from namespace Structs with defstruct."""
+    body = """
+class Moe(msgspec.Struct):
+    _NS_PATH = "exec.moe"
+    runner: str = "auto"
+    fuse: bool = False
+    extra: list = msgspec.field(default_factory=list)
+
+class Base:
+    def describe(self):
+        return self.runner
+
+def collect(sources):
+    annotations, defaults = {}, {}
+    for source in sources:
+        hints = get_type_hints(source, include_extras=True)
+        for field in msgspec.structs.fields(source):
+            annotations[field.name] = (source, hints[field.name])
+            if field.default is not msgspec.NODEFAULT:
+                defaults[field.name] = field.default
+            elif field.default_factory is not msgspec.NODEFAULT:
+                defaults[field.name] = msgspec.field(default_factory=field.default_factory)
+    return annotations, defaults
+
+_ann, _defaults = collect([Moe])
+Args = msgspec.defstruct(
+    "Args",
+    [(n, a[1], _defaults[n]) if n in _defaults else (n, a[1]) for n, a in _ann.items()],
+    namespace={k: v for k, v in vars(Base).items() if k not in ("__dict__", "__weakref__")},
+)
+
+def route(x):
+    args = Args()
+    names = [f.name for f in msgspec.structs.fields(Args)]
+    if (args.describe() == "auto" and not args.fuse and args.extra == [] and names ==
+            ["runner", "fuse", "extra"] and issubclass(Args, msgspec.Struct)):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_dataclass_reflection(tmp_path: Path) -> None:
+    body = """
+@dataclasses.dataclass
+class Cfg:
+    a: int = 1
+    b: str = "x"
+
+def route(x):
+    names = tuple(f.name for f in dataclasses.fields(Cfg))
+    if dataclasses.is_dataclass(Cfg) and not dataclasses.is_dataclass(3) and names == ("a", "b"):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_unpacking_concatenation_copies_dtypes(tmp_path: Path) -> None:
+    body = """
+BASE = {"mode": "auto", "k": 8}
+
+def route(x):
+    merged = {**BASE, "mode": "fast", **{"n": 2}}
+    order = ["a"] + ["b", "c"]
+    cfg = {"inner": {"v": 1}}
+    dup = copy.deepcopy(cfg)
+    dup["inner"]["v"] = 2
+    same = torch.float == torch.float32 and torch.bfloat16 != torch.float16
+    if (merged == {"mode": "fast", "k": 8, "n": 2} and order == ["a", "b", "c"]
+            and cfg["inner"]["v"] == 1 and same):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_checkpoint_queries_follow_what_was_read(tmp_path: Path) -> None:
+    """os.path and pathlib queries about the model path are answered from the checkpoint."""
+    body = """
+def route(x):
+    root = "/models/glm5"
+    gguf = Path(root).is_file() or Path(root).suffix == ".gguf"
+    modelopt = os.path.exists(os.path.join(root, "hf_quant_config.json"))
+    if os.path.isdir(root) and os.path.isfile(root + "/config.json") and not gguf and not modelopt:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    known = Facts(sinks=SINKS, checkpoint=Checkpoint("/models/glm5", True,
+                  frozenset({"config.json"}), "test"))  # fmt: skip
+    assert _kinds(tmp_path, body, known) == ["cuda_kernel"]
+    assert _kinds(tmp_path / "unknown", body) == ["cuda_kernel", "torch"]  # no facts: both
