@@ -63,6 +63,9 @@ def simulate(
     steps: int = typer.Option(200, "--steps", help="Synthetic decode batches per cell."),
     quant: str = typer.Option("bf16", "--quant", help="bf16 | fp8 | nvfp4 (expert weights)."),
     policy: str = typer.Option("free", "--policy", help="free | within-selected-groups."),
+    quality: float = typer.Option(0.95, "--quality",
+        help="Weight-mass share OEA must keep: the gain at equal quality uses the smallest "
+             "swept k0 that keeps it."),
     fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
     plot: Path | None = typer.Option(None, "--plot", help="Write T vs batch size as SVG."),
     experts: int | None = typer.Option(None, "--experts", help="No model: number of experts."),
@@ -100,6 +103,7 @@ def simulate(
         batches=_ints(batch, "--batch"), k0s=_ints(k0, "--k0"), seed=seed, steps=steps,
         policy=_policy(policy), sizes=_sizes(spec, hidden, moe_inter, quant),
         num_layers=None if spec is None else spec.num_hidden_layers.value,
+        quality_target=quality,
     )  # fmt: skip
     if plot is not None:
         from routescope.render.simulate_svg import render

@@ -36,6 +36,17 @@ class SimRow:
 
 
 @dataclass(frozen=True, slots=True)
+class QualityPoint:
+    """At one batch size, the smallest swept k0 that keeps at least the target share of the
+    router weight mass, and the cut in T it buys: OEA's gain at equal quality."""
+
+    batch: int
+    k0: int | None  # None: no swept k0 reaches the target
+    weight_mass_kept: float | None
+    t_reduction: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class SimReport:
     """Everything `routescope simulate` shows; `to_json()` is the versioned JSON form."""
 
@@ -55,9 +66,27 @@ class SimReport:
     shared_bytes: float | None
     rows: tuple[SimRow, ...]
     notes: tuple[str, ...] = field(default=())
+    quality_target: float = 0.95  # share of the top-k router weight mass OEA must keep
+
+    def at_quality(self) -> tuple[QualityPoint, ...]:
+        """Per batch size: the cheapest swept k0 meeting `quality_target`. A smaller k0 always
+        cuts T more; what limits it is the weight mass the tokens lose. Where routing is skewed
+        a small k0 already holds most of the mass, so the gain at equal quality is large; on
+        uniform routing it takes a k0 close to k, and the gain is small."""
+        out: list[QualityPoint] = []
+        for batch in dict.fromkeys(r.batch for r in self.rows):
+            rows = sorted((r for r in self.rows if r.batch == batch), key=lambda r: r.k0)
+            ok = [r for r in rows if r.weight_mass_kept is not None
+                  and r.weight_mass_kept >= self.quality_target]  # fmt: skip
+            best = ok[0] if ok else None
+            out.append(QualityPoint(batch, best.k0 if best else None,
+                                    best.weight_mass_kept if best else None,
+                                    best.t_reduction if best else None))  # fmt: skip
+        return tuple(out)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, **asdict(self)}
         out["rows"] = [{**asdict(r), "t_reduction": r.t_reduction} for r in self.rows]
         out["notes"] = list(self.notes)
+        out["at_quality"] = [asdict(q) for q in self.at_quality()]
         return out

@@ -30,12 +30,15 @@ def simulate(
     policy: GroupPolicy = "free",
     sizes: MoeSizes | None = None,
     num_layers: int | None = None,
+    quality_target: float = 0.95,
 ) -> SimReport:
     """Sweep batch sizes x k0 over a synthetic source (`steps` batches each) or a trace file.
 
     In: the routing config, the GPU, the source, the sweep; `sizes` prices T in bytes (None ->
     no times). Out: SimReport with one SimRow per (batch, k0). Bad input -> RoutescopeError.
     """
+    if not 0.0 < quality_target <= 1.0:
+        raise RoutescopeError(f"--quality {quality_target}", "must be in (0, 1]")
     for k0 in k0s:
         if not 1 <= k0 <= cfg.top_k:
             raise RoutescopeError(f"--k0 {k0}", f"must be in 1..top_k={cfg.top_k}")
@@ -65,7 +68,7 @@ def simulate(
         topk_group=cfg.topk_group, scoring=cfg.scoring,
         expert_bytes=sizes.expert_bytes if sizes else None,
         shared_bytes=sizes.shared_bytes if sizes else None,
-        rows=tuple(rows), notes=tuple(notes),
+        rows=tuple(rows), notes=tuple(notes), quality_target=quality_target,
     )  # fmt: skip
 
 

@@ -38,6 +38,15 @@ def table(report: SimReport) -> Table:
         )
     else:
         caption.append("no layer sizes (hidden_size, moe_intermediate_size): times omitted")
+    for q in report.at_quality():
+        if q.k0 is None:
+            caption.append(f"B={q.batch}: no swept k0 keeps {report.quality_target:.0%} of the "
+                           "router weight mass")  # fmt: skip
+        else:
+            caption.append(
+                f"B={q.batch}: at >= {report.quality_target:.0%} of the weight mass, k0={q.k0} "
+                f"cuts T by {_num(q.t_reduction, '{:.0%}')} (the gain at equal quality)"
+            )
     caption.extend(report.notes)
     t.caption = "\n".join(caption)
     t.caption_justify = "left"

@@ -55,3 +55,29 @@ def test_batch_of_one_keeps_only_k0() -> None:
                       batches=[1], k0s=[5], steps=20)  # fmt: skip
     row = report.rows[0]
     assert (row.t_baseline_mean, row.t_oea_mean, row.experts_per_token) == (8.0, 5.0, 5.0)
+
+
+def test_gain_at_equal_quality_is_small_on_uniform_and_large_on_skew() -> None:
+    """The paper's point: at the same share of router weight mass kept, skewed routing lets a
+    small k0 stand, uniform routing needs k0 near k, so OEA's cut in T is much smaller there."""
+
+    def point(source: str):  # type: ignore[no-untyped-def]
+        report = simulate(QWEN3_LIKE, model="t", gpu=resolve_gpu("sm90"),
+                          source=parse_source(source), batches=[16, 64],
+                          k0s=list(range(1, 9)), steps=200, seed=1)  # fmt: skip
+        return report.at_quality()
+
+    for uniform, skewed in zip(point("uniform"), point("zipf:1.2"), strict=True):
+        assert uniform.k0 is not None and skewed.k0 is not None
+        assert skewed.k0 <= uniform.k0
+        assert uniform.t_reduction is not None and skewed.t_reduction is not None
+        assert skewed.t_reduction > uniform.t_reduction + 0.10
+        assert uniform.weight_mass_kept is not None and uniform.weight_mass_kept >= 0.95
+
+
+def test_at_quality_reports_none_when_no_k0_suffices() -> None:
+    report = simulate(QWEN3_LIKE, model="t", gpu=resolve_gpu("sm90"),
+                      source=parse_source("uniform"), batches=[16], k0s=[1], steps=50,
+                      quality_target=0.99)  # fmt: skip
+    (point,) = report.at_quality()
+    assert point.k0 is None and point.t_reduction is None
