@@ -128,6 +128,7 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
                 raise RoutescopeError(f"--set {key}", f"{cls.qualname} has no such field")
             given[key] = Const(value, (f"--set {key}",))
         inst.fields.update({k: v for k, v in given.items() if k in fields})
+        unsettled = False
         for step in sa_rules.get("post_init", []):
             method = cls.lookup(step)
             if not isinstance(method, FunctionVal):
@@ -142,8 +143,13 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
             stopped = next((s.stopped for s, _ in outs if s.stopped), "")
             if stopped:
                 notes.append(f"server-argument step {step} did not finish: {stopped}")
+                unsettled = True
             inst = _settle(inst, [s for s, _ in outs], notes, step)
         for fn_name in sa_rules.get("install", []):
+            if unsettled:  # publishing half-resolved arguments would resolve them again
+                notes.append(f"server start-up step {fn_name} skipped: the server arguments "
+                             "did not settle")  # fmt: skip
+                continue
             fn = resolve_entry(engine, fn_name)
             if isinstance(fn, Unknown):
                 notes.append(f"server start-up step {fn_name} is absent in this version")
