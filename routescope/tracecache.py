@@ -9,6 +9,7 @@ checkout) are never cached. Set ROUTESCOPE_TRACE_CACHE=0 to always trace.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -122,8 +123,35 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
     )
 
     def compute() -> dict[str, Any]:
+        prefetch_closure(tree)
         idx = index()
         return build_report(spec, dep, trace_dispatch(idx, rules, spec, dep, version, tree.origin),
                             idx)  # fmt: skip
 
     return cached(key, compute)
+
+
+def prefetch_closure(tree: Any) -> None:
+    """Before a trace on a published wheel, fetch its routing modules' import closure in one
+    streamed pass (rules/frameworks/<name>.seeds.toml), instead of one request per module as the
+    trace imports them. Done once per wheel: a marker in the source cache records it. A failure
+    here is not an error: the trace still fetches what it reads on demand."""
+    from routescope.source.cache import source_root
+    from routescope.source.wheel import WheelTree
+
+    fingerprint = getattr(tree, "fingerprint", None)
+    if not isinstance(tree, WheelTree) or not callable(fingerprint) or not tree.can_fetch():
+        return
+    marker = source_root() / "closures" / f"{fingerprint()}.done"
+    if marker.is_file():
+        return
+    from routescope.analysis.closure import import_closure, load_seeds
+    from routescope.analysis.index import Index
+    from routescope.errors import RoutescopeError
+
+    try:
+        import_closure(Index(tree), load_seeds(tree.name))
+    except RoutescopeError:
+        return
+    with contextlib.suppress(OSError):  # no marker: the next cold trace scans again
+        atomic_write_text(marker, tree.origin + "\n")

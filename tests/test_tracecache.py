@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -95,3 +96,28 @@ def test_cache_clear_drops_reports(trace_cache_on: Path) -> None:
     assert list((trace_cache_on / "traces").glob("*/*.json"))
     assert clear_cache() > 0
     assert not list((trace_cache_on / "traces").glob("*/*.json"))
+
+
+@pytest.mark.network
+def test_cold_trace_prefetches_the_routing_closure_once(
+    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace that starts cold fetches the seeds' import closure in one streamed pass and
+    marks the wheel done; the next trace does not scan again."""
+    from routescope.analysis import closure
+
+    calls: list[int] = []
+    real = closure.import_closure
+
+    def counting(*a: object, **k: object) -> closure.Closure:
+        calls.append(1)
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(closure, "import_closure", counting)
+    req = api.InspectRequest(
+        model="examples/configs/Qwen--Qwen3-30B-A3B.json", framework="sglang==0.5.9", gpu="sm90"
+    )
+    api.inspect(req)
+    assert len(list((isolated_cache / "source" / "closures").glob("*.done"))) == 1
+    api.inspect(dataclasses.replace(req, gpu="sm120"))
+    assert calls == [1]

@@ -66,6 +66,10 @@ class WheelTree:
             self._reader = self._reader_factory()
         return self._reader
 
+    def can_fetch(self) -> bool:
+        """Whether missing files can be fetched (False: offline, cache only)."""
+        return self._reader_factory is not None
+
     def has_reader(self) -> bool:
         """Whether a network reader was created (False: everything came from the cache)."""
         return self._reader is not None
