@@ -7,13 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.dispatch import Deployment
+from routescope.analysis.deployment import Deployment
 from routescope.analysis.frameworks import FrameworkRules, load_framework
-from routescope.analysis.index import Index
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.intake import RoutingSpec, load_spec
-from routescope.report import build_report
 from routescope.source.tree import SourceTree
 from routescope.tracecache import traced_report
 
@@ -84,6 +82,8 @@ def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]
     spec = load_spec(req.model, offline=req.offline, revision=req.revision)
     gpu = resolve_gpu(req.gpu)
     if req.framework is None and req.framework_src is None:
+        from routescope.report import build_report
+
         return spec, build_report(spec)
     if req.framework_src is not None:
         from routescope.source.open import open_source
@@ -100,4 +100,10 @@ def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]
     dep = Deployment(
         gpu=gpu, tp=req.tp, quant=req.quant, server_args=server_args, env=dict(req.env)
     )
-    return spec, traced_report(tree, lambda: Index(tree), rules, spec, dep, version)
+
+    def index() -> Any:
+        from routescope.analysis.index import Index  # only a trace needs it
+
+        return Index(tree)
+
+    return spec, traced_report(tree, index, rules, spec, dep, version)

@@ -7,15 +7,18 @@ markdown renderers are pure functions of it. Same inputs give the same dict (no 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from routescope import __version__
-from routescope.analysis.dispatch import Deployment, Dispatch
-from routescope.analysis.index import Index
 from routescope.analysis.state import Decision, SinkHit
 from routescope.analysis.trace import TracedPath
 from routescope.intake.spec import RoutingSpec
 from routescope.render.spec_json import spec_dict
+
+if TYPE_CHECKING:
+    from routescope.analysis.deployment import Deployment
+    from routescope.analysis.dispatch import Dispatch
+    from routescope.analysis.index import Index
 
 # Bump the major part on any change that removes or renames a field.
 SCHEMA_VERSION = "1.0"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from routescope.analysis.deployment import Deployment
 from routescope.analysis.engine import Engine
 from routescope.analysis.facts import Checkpoint
 from routescope.analysis.frameworks import FrameworkRules, build_facts
@@ -28,17 +29,7 @@ from routescope.analysis.values import (
     describe,
 )  # fmt: skip
 from routescope.errors import RoutescopeError
-from routescope.hardware import GpuProfile
 from routescope.intake.spec import RoutingSpec
-
-
-@dataclass(frozen=True, slots=True)
-class Deployment:
-    gpu: GpuProfile
-    tp: int = 1
-    quant: str | None = None  # None: from the checkpoint's quantization_config
-    server_args: dict[str, Any] = field(default_factory=dict)  # --set
-    env: dict[str, str] = field(default_factory=dict)  # --env
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from routescope.analysis.dispatch import Deployment
-from routescope.analysis.index import Index
+from routescope.analysis.deployment import Deployment
 from routescope.check.policy import Policy
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
@@ -35,7 +34,13 @@ def run_matrix(policy: Policy, *, offline: bool = False) -> list[Cell]:
     from routescope.api import open_framework  # the policy validated the spelling
 
     rules, tree, version = open_framework(policy.framework, offline=offline)
-    index = functools.cache(lambda: Index(tree))  # parsed once, and only when a cell is traced
+
+    @functools.cache
+    def index() -> Any:  # parsed once, and only when a cell is traced
+        from routescope.analysis.index import Index
+
+        return Index(tree)
+
     cells: list[Cell] = []
     for model in policy.models:
         try:
