@@ -51,7 +51,15 @@ _SAFE_METHODS = {
 _PATH_ATTRS = {"name", "suffix", "suffixes", "stem", "parent", "parts", "anchor"}
 _MISSING = object()
 # Builtins whose result depends on the order they iterate a set in.
-_ORDER_SENSITIVE = {"list", "tuple", "enumerate", "zip", "str"}
+_ORDER_SENSITIVE = {"list", "tuple", "enumerate", "zip"}
+
+
+def set_text(value: set[Any] | frozenset[Any]) -> str:
+    """str() of a set with its items in the order `ordered` gives them."""
+    items = ", ".join(repr(x) for x in ordered(value))
+    if isinstance(value, frozenset):
+        return f"frozenset({{{items}}})" if value else "frozenset()"
+    return f"{{{items}}}" if value else "set()"
 
 
 def ordered(value: Any) -> Any:
@@ -96,7 +104,8 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
         return Unknown(f"{fn.name}() of unknown arguments")
     try:
         result = getattr(fn.target.value, fn.name)(
-            *(ordered(a.value) for a in args),  # type: ignore[attr-defined]
+            # "".join(a_set) joins in one order; other methods take their arguments as given
+            *((ordered(a.value) if fn.name == "join" else a.value) for a in args),  # type: ignore[attr-defined]
             **{k: a.value for k, a in kwargs.items()},  # type: ignore[attr-defined]
         )
     except Exception as exc:
@@ -134,6 +143,8 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
     values = [a.value for a in args]  # type: ignore[attr-defined]
     if name in _ORDER_SENSITIVE:
         values = [ordered(v) for v in values]
+    if name == "str" and len(values) == 1 and isinstance(values[0], (set, frozenset)):
+        return Const(set_text(values[0]), _origins(args))
     try:
         result = fn(*values, **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
     except Exception as exc:

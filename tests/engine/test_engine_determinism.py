@@ -23,7 +23,8 @@ ROUTE = """
         for m in MODES:
             last = m
         order = list(FLAGS)
-        if last == "zeta" and order == ["x", "y", "z"] and ",".join(FLAGS) == "x,y,z":
+        text = str(FLAGS) == "frozenset({'x', 'y', 'z'})" and str(set()) == "set()"
+        if last == "zeta" and order == ["x", "y", "z"] and ",".join(FLAGS) == "x,y,z" and text:
             return topk_fast(x)
         return torch.topk(x, 2)
 """
