@@ -32,7 +32,7 @@ from routescope.analysis.interp import (
     snapshot,
 )
 from routescope.analysis.state import Frame, PathState, SinkHit
-from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin
+from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin, join_values
 from routescope.analysis.values import (
     ClassVal,
     Const,
@@ -524,32 +524,13 @@ class Engine(StmtMixin):
             self.ctx.pop()
         return cls
 
-    def _field_spec(self, st: PathState, value: ast.expr) -> Value | None:
-        """`x: T = field(default=..., default_factory=...)` in a dataclass body."""
-        if not isinstance(value, ast.Call):
-            return None
-        head = self.ev(st.fork(), value.func)
-        fn = self._resolve(head[0][1]) if head else None
-        if not (isinstance(fn, External) and fn.name in ("dataclasses.field", "field",
-                                                         "msgspec.field")):  # fmt: skip
-            return None
-        kw = {k.arg: k.value for k in value.keywords if k.arg}
-        if "default" in kw:
-            got = self.ev(st.fork(), kw["default"])
-            return got[0][1] if got else Unknown("field default")
-        if "default_factory" in kw:
-            got = self.ev(st.fork(), kw["default_factory"])
-            return _Factory(got[0][1]) if got else Unknown("field default_factory")
-        return Unknown("dataclass field without default")
-
     def _class_body(self, cls: ClassVal, st: PathState, node: ast.ClassDef) -> None:
         auto = 0
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 name = stmt.target.id
-                if stmt.value is not None:
-                    spec = self._field_spec(st, stmt.value)
-                    got = [(st, spec)] if spec is not None else self.ev(st, stmt.value)
+                if stmt.value is not None:  # a field(...) call gives a records.FieldDefault
+                    got = self.ev(st, stmt.value)
                     cls.attrs[name] = got[0][1] if got else Unknown("class attribute")
                 cls.attrs.setdefault(f"__field__{name}", Const(name))
                 continue
@@ -618,10 +599,11 @@ class Engine(StmtMixin):
             return special
         if name in self.facts.calls:
             return [(st, self.facts.calls[name])]
-        rec = records.call(name, [self._resolve(a) for a in args], kwargs, st,
-                           self.ctx[-1].module.name if self.ctx else "")  # fmt: skip
-        if rec is not None:
-            return [(st, rec)]
+        if name in records.NAMES:
+            rec = records.call(name, [self._resolve(a) for a in args], kwargs, st,
+                               self.ctx[-1].module.name if self.ctx else "")  # fmt: skip
+            if rec is not None:
+                return [(st, rec)]
         if name == "routescope.namespace":  # summaries build plain objects with it
             return [(st, Instance(None, dict(kwargs), "object"))]
         if name in _IDENTITY_DECORATORS:
@@ -857,15 +839,13 @@ class Engine(StmtMixin):
                 inst.fields[name] = kwargs[name]
             else:
                 default = cls.lookup(name)
-                if isinstance(default, records.FieldDefault):
-                    default = (
-                        _Factory(default.factory) if default.factory is not None
-                        else default.default
-                    )  # fmt: skip
-                if isinstance(default, _Factory):
+                if isinstance(default, records.FieldDefault) and default.factory is not None:
                     made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
                     inst.fields[name] = made[0][1] if len(made) == 1 else Unknown(f"{name} factory")
-                elif isinstance(default, Const) or (
+                    continue
+                if isinstance(default, records.FieldDefault):
+                    default = default.default
+                if isinstance(default, Const) or (
                     default is not None and not isinstance(default, FunctionVal)
                 ):
                     inst.fields[name] = default
@@ -1260,7 +1240,7 @@ def _copied(st: PathState, v: Value, deep: bool, depth: int) -> Value:
         if isinstance(v, (Const, EnumMember, External, FunctionVal, ClassVal, ModuleVal)):
             return v  # immutable, or copied as itself (copy of a class, a function, a module)
         return Unknown("copy of an unknown value", v.origins)
-    fields = st.fields(v) if v.label in ("list", "dict") or v.cls is not None else v.fields
+    fields = st.fields(v)  # this path's view (its own writes included)
     if deep:
         if depth <= 0:
             return Unknown("deepcopy nested too deeply")
@@ -1271,8 +1251,6 @@ def _copied(st: PathState, v: Value, deep: bool, depth: int) -> Value:
 def _join_values(vals: list[Value | None], states: list[PathState], n: int, where: str) -> Value:
     """The return value of joined paths: containers built on each path (a dict of declared
     settings) are joined item by item; anything else that differs is Unknown."""
-    from routescope.analysis.stmts import join_values
-
     return join_values(vals, states, f"differs between the {n} paths through {where}")
 
 
@@ -1284,14 +1262,6 @@ class _Partial(Value):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
-
-
-class _Factory(Value):
-    """A dataclass field's default_factory, called per instance."""
-
-    def __init__(self, factory: Value) -> None:
-        super().__init__()
-        self.factory = factory
 
 
 class _DictMethod(Value):

@@ -110,7 +110,10 @@ def _torch_dtype(v: Value) -> str | None:
     return name if name in _DTYPES else None
 
 
-COMPREHENSION_ITEMS = 4096  # longer comprehensions are not evaluated item by item
+# A for loop or comprehension over known items runs item by item up to this many items (the
+# step budgets still bound the work); beyond, a loop's body runs once with what it changes
+# havoced and a comprehension is Unknown.
+SEQ_LIMIT = 2048
 LIST_UNKNOWN = "*"  # a list field that says its contents are no longer known
 
 
@@ -633,8 +636,8 @@ class ExprMixin:
         items = _iteration(it, st) if it is not None else None
         if items is None:
             return Unknown("comprehension over unknown items")
-        if len(items) > COMPREHENSION_ITEMS:
-            return Unknown(f"comprehension over more than {COMPREHENSION_ITEMS} items")
+        if len(items) > SEQ_LIMIT:
+            return Unknown(f"comprehension over more than {SEQ_LIMIT} items")
         for item in items:
             self.assign(st, gen.target, item)  # type: ignore[attr-defined]
             keep = True

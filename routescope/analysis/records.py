@@ -73,9 +73,6 @@ def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
     if isinstance(default, FieldDefault):
         factory = default.factory or External(sentinel)
         default = default.default
-    elif default is not None and type(default).__name__ == "_Factory":
-        factory = default.factory  # type: ignore[attr-defined]
-        default = None
     if default is None or isinstance(default, FunctionVal):
         default = External(sentinel)
     return Instance(
@@ -90,6 +87,14 @@ def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
         },
         "FieldInfo",
     )
+
+
+# The calls `call` answers: the engine asks only for these names.
+NAMES = frozenset({
+    "msgspec.field", "dataclasses.field", "msgspec.structs.fields", "dataclasses.fields",
+    "dataclasses.is_dataclass", "typing.get_type_hints", "typing_extensions.get_type_hints",
+    "msgspec.defstruct", "vars", "issubclass",
+})  # fmt: skip
 
 
 def call(name: str, args: list[Value], kwargs: dict[str, Value], st: PathState,
@@ -130,39 +135,36 @@ def call(name: str, args: list[Value], kwargs: dict[str, Value], st: PathState,
         if isinstance(target, Instance) and target.cls is not None:
             return Instance(None, {repr(k): v for k, v in st.fields(target).items()}, "dict")
         return None
-    if name == "issubclass" and len(args) == 2:
-        sub, sup = args
-        if not isinstance(sub, ClassVal):
-            return None
-        targets = [sup]
-        if isinstance(sup, Instance) and sup.label == "tuple":
-            targets = list(sup.fields.values())
-        known = True
-        for t in targets:
-            if isinstance(t, ClassVal):
-                if t in sub.mro():
-                    return Const(True)
-            elif isinstance(t, External):
-                if t.name in sub.external_bases() or (t.name in STRUCT_BASES and is_struct(sub)):
-                    return Const(True)
-                if t.name != "object":
-                    known = (
-                        known
-                        and not any(
-                            isinstance(b, (Unknown, External))
-                            for c in sub.mro()
-                            for b in c.bases
-                            if not (
-                                isinstance(b, External) and b.name in ("object", "typing.Generic")
-                            )
-                        )
-                        if t.name not in ("type",)
-                        else known
-                    )
-            else:
-                known = False
-        return Const(False) if known else Unknown("issubclass() against an unknown class")
+    if name == "issubclass" and len(args) == 2 and isinstance(args[0], ClassVal):
+        return _issubclass(args[0], args[1])
     return None
+
+
+def _issubclass(sub: ClassVal, sup: Value) -> Value:
+    targets = list(sup.fields.values()) if isinstance(sup, Instance) and sup.label == "tuple" \
+        else [sup]  # fmt: skip
+    mro = sub.mro()
+    for t in targets:
+        if isinstance(t, ClassVal) and t in mro:
+            return Const(True)
+        if isinstance(t, External) and (
+            t.name == "object"
+            or t.name in sub.external_bases()
+            or (t.name in STRUCT_BASES and is_struct(sub))
+        ):
+            return Const(True)
+        if not isinstance(t, (ClassVal, External)):
+            return Unknown("issubclass() against an unknown class")
+    # a base from outside the framework may reach an outside class through its own bases (never
+    # a framework class); an unknown base may reach anything
+    plain = ("object", "typing.Generic")
+    outside = [b for c in mro for b in c.bases if not isinstance(b, ClassVal)
+               and not (isinstance(b, External) and b.name in plain)]  # fmt: skip
+    if any(not isinstance(b, External) for b in outside) or (
+        outside and any(isinstance(t, External) for t in targets)
+    ):
+        return Unknown("issubclass() through a base routescope does not read")
+    return Const(False)
 
 
 def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module: str) -> Value:

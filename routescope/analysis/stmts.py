@@ -8,6 +8,7 @@ from typing import Any
 from routescope.analysis.builtins import ordered
 from routescope.analysis.interp import (
     LIST_UNKNOWN,
+    SEQ_LIMIT,
     BudgetExceeded,
     ExprMixin,
     is_dict,
@@ -31,9 +32,6 @@ GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `gl
 # More live paths than this after a statement are merged where they reached the same routing
 # kernels: a control-flow join, with the variables they disagree on becoming Unknown.
 MERGE_AT = 24
-# A for loop over known items runs item by item up to this many items (the step budgets still
-# bound the work); beyond, and over unknown items, its body runs once with what it changes havoced.
-SEQ_LIMIT = 2048
 # How far into nested objects a join looks (server args -> declaration stash -> entry -> dict).
 JOIN_DEPTH = 4
 # At most this many list shapes are kept apart at a join (see merge_paths).
@@ -47,7 +45,10 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
     # whole list (a declaration stash read later through it), so such paths stay apart unless
     # that leaves too many of them.
     shapes = [
-        tuple(sorted(_content(s, o, 3) for o in s.heap_objs.values() if is_list(o))) for s in states
+        ()
+        if force
+        else tuple(sorted(_content(s, o, 3) for o in s.heap_objs.values() if is_list(o)))
+        for s in states
     ]
     keep_shapes = not force and len(set(shapes)) <= MAX_SHAPES
     for s, shape in zip(states, shapes, strict=True):
@@ -92,6 +93,11 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
             first.assumptions.append(f"{len(members)} paths joined at {where}")
         out.append(first)
     return out
+
+
+def _list_shape(st: PathState) -> tuple[str, ...]:
+    """What the lists this path changed hold, in one comparable form."""
+    return tuple(sorted(_content(st, o, 3) for o in st.heap_objs.values() if is_list(o)))
 
 
 def _content(st: PathState, v: Value | None, depth: int) -> str:
