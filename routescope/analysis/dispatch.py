@@ -67,7 +67,7 @@ def _literal(v: Any) -> bool:
     )
 
 
-def _checkpoint(engine: Engine, spec: RoutingSpec) -> Checkpoint:
+def _checkpoint(spec: RoutingSpec) -> Checkpoint:
     """The model path the server is given, and what its filesystem queries about it find: a
     hub id is no local path; a directory holds its files; a lone config.json stands for a
     checkpoint directory holding just that file."""
@@ -85,20 +85,15 @@ def _checkpoint(engine: Engine, spec: RoutingSpec) -> Checkpoint:
     else:
         cp = Checkpoint(str(Path(ref.config_path).parent), True, frozenset({"config.json"}),
                         "a checkpoint directory holding only the config.json read")  # fmt: skip
-    engine.facts.checkpoint = cp
     return cp
 
 
-def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: RoutingSpec,
-                 config: Instance, notes: list[str]) -> Value:  # fmt: skip
+def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment,
+                 notes: list[str]) -> Value:  # fmt: skip
     """The framework's server-argument object: its defaults, --set, --tp, then its own
     post-processing (per-GPU and per-model overrides), then the start-up install steps."""
     sa_rules = rules.data.get("server_args", {})
-    engine.facts.bindings["model_config"] = Instance(None, {"hf_config": config}, "model_config")
-    engine.facts.bindings["hf_config"] = config
-    engine.facts.bindings["gpu_memory_mib"] = Const(
-        dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
-    )
+    checkpoint = engine.facts.checkpoint
     for candidate in sa_rules.get("class", []):
         cls = resolve_entry(engine, candidate)
         if not isinstance(cls, ClassVal):
@@ -109,7 +104,7 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, spec: R
         for field_name, v in list(inst.fields.items()):
             if isinstance(v, Const) and not v.origins:
                 inst.fields[field_name] = Const(v.value, (f"{cls.qualname} default",))
-        root = _checkpoint(engine, spec).root
+        root = checkpoint.root if checkpoint else None
         given: dict[str, Value] = {"model_path": Const(root, ("the model",)),
                                    "tp_size": Const(dep.tp, ("--tp",))}  # fmt: skip
         if dep.quant and dep.quant != "bf16":
@@ -342,9 +337,15 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     start = time.monotonic()
     notes: list[str] = []
     facts = build_facts(rules, dep.gpu, dep.env)
-    engine = Engine(index, facts, Budget())
     config = _config_instance(spec)
-    server_args = _server_args(engine, rules, dep, spec, config, notes)
+    # what summaries may name: the checkpoint's config and the device, as routescope read them
+    facts.checkpoint = _checkpoint(spec)
+    facts.bindings["hf_config"] = config
+    facts.bindings["gpu_memory_mib"] = Const(
+        dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
+    )
+    engine = Engine(index, facts, Budget())
+    server_args = _server_args(engine, rules, dep, notes)
     facts.bindings["server_args"] = server_args
     router_cls = resolve_entry(engine, rules.router_class)
     if not isinstance(router_cls, ClassVal):

@@ -5,6 +5,7 @@ deployment (GPU profile, --env, --set); every value carries its origin."""
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 from dataclasses import dataclass, field
 
 from routescope.analysis.values import Value
@@ -36,8 +37,6 @@ class Checkpoint:
 
     def query(self, kind: str, path: str) -> bool | None:
         """os.path.exists/isfile/isdir (`kind`: exists, file, dir) of `path`; None: unknown."""
-        import posixpath
-
         root = posixpath.normpath(self.root)
         norm = posixpath.normpath(path)
         if norm == root:
