@@ -123,15 +123,15 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
     )
 
     def compute() -> dict[str, Any]:
-        prefetch_closure(tree)
         idx = index()
+        prefetch_closure(tree, idx)
         return build_report(spec, dep, trace_dispatch(idx, rules, spec, dep, version, tree.origin),
                             idx)  # fmt: skip
 
     return cached(key, compute)
 
 
-def prefetch_closure(tree: Any) -> None:
+def prefetch_closure(tree: Any, index: Any) -> None:
     """Before a trace on a published wheel, fetch its routing modules' import closure in one
     streamed pass (rules/frameworks/<name>.seeds.toml), instead of one request per module as the
     trace imports them. Done once per wheel: a marker in the source cache records it. A failure
@@ -146,11 +146,10 @@ def prefetch_closure(tree: Any) -> None:
     if marker.is_file():
         return
     from routescope.analysis.closure import import_closure, load_seeds
-    from routescope.analysis.index import Index
     from routescope.errors import RoutescopeError
 
     try:
-        import_closure(Index(tree), load_seeds(tree.name))
+        import_closure(index, load_seeds(tree.name))
     except RoutescopeError:
         return
     with contextlib.suppress(OSError):  # no marker: the next cold trace scans again

@@ -69,9 +69,29 @@ def test_no_key_for_a_checkout_or_when_disabled(
     assert len(calls) == 2
 
 
-def test_code_fingerprint_covers_engine_and_rules() -> None:
+def test_code_fingerprint_covers_engine_and_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fp = tracecache.code_fingerprint()
     assert len(fp) == 64 and fp == tracecache.code_fingerprint()
+    # a changed rule file is a different trace: the fingerprint follows the rules read
+    import shutil
+
+    from routescope import rules
+
+    copy = tmp_path / "rules"
+    shutil.copytree(rules.rules_dir(), copy)
+    monkeypatch.setattr(rules, "rules_dir", lambda: copy)
+    tracecache.code_fingerprint.cache_clear()
+    try:
+        same = tracecache.code_fingerprint()
+        (copy / "frameworks" / "sglang.toml").write_text(
+            (copy / "frameworks" / "sglang.toml").read_text() + "\n# changed\n"
+        )
+        tracecache.code_fingerprint.cache_clear()
+        assert same == fp and tracecache.code_fingerprint() != fp
+    finally:
+        tracecache.code_fingerprint.cache_clear()
 
 
 @pytest.mark.network
