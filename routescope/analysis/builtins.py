@@ -16,7 +16,6 @@ from routescope.analysis.values import (
     External,
     FunctionVal,
     Instance,
-    ModuleVal,
     Tensor,
     Unknown,
     Value,
@@ -33,6 +32,9 @@ _PURE: dict[str, Callable[..., Any]] = {
     "os.path.join": posixpath.join, "os.path.basename": posixpath.basename,
     "os.path.dirname": posixpath.dirname, "os.path.splitext": posixpath.splitext,
     "os.path.normpath": posixpath.normpath, "os.fspath": str,
+    # triton's host-side integer helpers (kernel launch geometry)
+    "triton.next_power_of_2": lambda n: 1 << (n - 1).bit_length() if n > 0 else 1,
+    "triton.cdiv": lambda a, b: -(-a // b),
 }  # fmt: skip
 _SAFE_METHODS = {
     str: {"split", "startswith", "endswith", "lower", "upper", "strip", "replace", "rstrip",
@@ -50,6 +52,7 @@ _SAFE_METHODS = {
 }  # fmt: skip
 _PATH_ATTRS = {"name", "suffix", "suffixes", "stem", "parent", "parts", "anchor"}
 _MISSING = object()
+SENTINEL = "object()"
 # Builtins whose result depends on the order they iterate a set in.
 _ORDER_SENSITIVE = {"list", "tuple", "enumerate", "zip"}
 
@@ -89,6 +92,8 @@ def const_attribute(v: Const, name: str) -> Value:
         return Const(getattr(v.value, name), v.origins)
     if name in ("real", "imag") and isinstance(v.value, (int, float)):
         return Const(getattr(v.value, name), v.origins)
+    if not hasattr(v.value, name):  # a constant is a real Python value: this is exact
+        return Unknown(f"{type(v.value).__name__} has no attribute {name}")
     return Unknown(f"attribute {name} of {type(v.value).__name__}")
 
 
@@ -132,7 +137,7 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
         name == "len"
         and args
         and isinstance(args[0], Instance)
-        and args[0].label in ("tuple", "dict")
+        and args[0].label in ("tuple", "dict", "set")
         and "*" not in args[0].fields
     ):
         return Const(len(args[0].fields))
@@ -149,9 +154,9 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
         result = fn(*values, **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
     except Exception as exc:
         return Unknown(f"{name}() raised {type(exc).__name__}")
-    if isinstance(result, (range, zip, enumerate, map, filter)) or type(result).__name__.endswith(
-        "iterator"
-    ):
+    if isinstance(result, (range, zip, enumerate, map, filter, reversed)) or type(
+        result
+    ).__name__.endswith("iterator"):
         result = tuple(result)
     return Const(result, _origins(args))
 
@@ -167,6 +172,8 @@ def _special(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
             return _map(fn.name, args[1])
     if name == "print":
         return Const(None)
+    if name == "object" and not args and not kwargs:
+        return Instance(None, {}, SENTINEL)  # a fresh object: identical to itself only
     return Unknown(f"{name}()")
 
 
@@ -184,7 +191,8 @@ def _isinstance(obj: Value, cls: Value) -> Value:
         targets = list(cls.fields.values())
     for t in targets:
         builtin_types = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
-                         "list": list, "dict": dict}  # fmt: skip
+                         "list": list, "dict": dict, "set": set,
+                         "frozenset": frozenset}  # fmt: skip
         if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
             if obj.label == t.name or (obj.label == "tuple" and t.name in ("tuple", "list")):
                 return Const(True)
@@ -203,18 +211,32 @@ def _isinstance(obj: Value, cls: Value) -> Value:
                 if isinstance(obj.value, py):
                     return Const(True, obj.origins)
                 continue
+            if t.name in _PATH_CLASSES:
+                if isinstance(obj.value, PurePosixPath):
+                    return Const(True, obj.origins)
+                continue
+            if not t.name.startswith(_ABSTRACT_NAMESPACES):
+                continue  # a plain value (str, number, tuple...) is no library class's instance
             return Unknown(f"isinstance against {t.name}")
         if isinstance(t, ClassVal):
             if isinstance(obj, Instance) and obj.cls is not None:
                 if t in obj.cls.mro():
                     return Const(True)
                 continue
+            if isinstance(obj, Instance) and obj.label == "config":
+                # the checkpoint's config: a config class is the one for its model_type (as
+                # AutoConfig and the framework's own config registry pick it)
+                mine, theirs = obj.fields.get("model_type"), t.lookup("model_type")
+                if isinstance(mine, Const) and isinstance(theirs, Const):
+                    if mine.value == theirs.value:
+                        return Const(True, mine.origins)
+                    continue
             if isinstance(obj, EnumMember):
                 if t in obj.cls.mro():
                     return Const(True)
                 continue
-            if isinstance(obj, (Const, FunctionVal, ModuleVal)):
-                continue
+            if not isinstance(obj, (Instance, Unknown, External, Tensor)):
+                continue  # constants, functions, modules, field specs: no framework instance
             return Unknown(f"isinstance of {type(obj).__name__} against {t.qualname}")
         if isinstance(t, External) and t.name == "torch.Tensor":
             if isinstance(obj, Tensor):
@@ -223,6 +245,12 @@ def _isinstance(obj: Value, cls: Value) -> Value:
                 continue
         return Unknown("isinstance against an unknown class")
     return Const(False, obj.origins)
+
+
+_PATH_CLASSES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath",
+                 "os.PathLike"}  # fmt: skip
+# abstract classes a plain value may be registered under
+_ABSTRACT_NAMESPACES = ("collections.abc.", "numbers.", "typing.", "typing_extensions.", "abc.")
 
 
 def builtin_names() -> set[str]:

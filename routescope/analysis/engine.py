@@ -7,6 +7,7 @@ through `Facts`, built from the rule files.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 from pathlib import PurePosixPath
 from typing import Any, Protocol, cast
@@ -18,21 +19,26 @@ from routescope.analysis.builtins import (
     call_bound_const,
     call_builtin,
     const_attribute,
+    ordered,
 )
 from routescope.analysis.facts import Facts
 from routescope.analysis.interp import (
     LIST_UNKNOWN,
+    SEQ_LIMIT,
     Budget,
     BudgetExceeded,
     Paths,
     is_list,
+    is_set,
     merge_origins,
     new_list,
+    new_set,
     seq_items,
     snapshot,
+    typing_call,
 )
 from routescope.analysis.state import Frame, PathState, SinkHit
-from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin, join_values
+from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin, iteration, join_values
 from routescope.analysis.values import (
     ClassVal,
     Const,
@@ -44,6 +50,7 @@ from routescope.analysis.values import (
     Tensor,
     Unknown,
     Value,
+    describe,
 )  # fmt: skip
 
 _BUILTINS = builtin_names() | {
@@ -142,6 +149,11 @@ class Engine(StmtMixin):
         # is built; every other torch module it constructs stays a bare object.
         self.only_module: ClassVal | None = None
         self.tracing = False  # set while the router's decode forward is traced
+        self.catching: list[list[ast.ExceptHandler]] = []
+        self.entering: list[int] = []
+        # classes whose construction a phase takes over (the model class while the framework's
+        # own loader builds it): called with the path, the arguments and the call node
+        self.construct_hooks: dict[ClassVal, Any] = {}
 
     # --- context -----------------------------------------------------------------------------
 
@@ -353,6 +365,8 @@ class Engine(StmtMixin):
             return [(st, _DictMethod(obj, name))]
         if isinstance(obj, Instance) and is_list(obj):
             return [(st, _ListMethod(obj, name))]
+        if isinstance(obj, Instance) and is_set(obj):
+            return [(st, _SetMethod(obj, name))]
         if isinstance(obj, Instance):
             fields = st.fields(obj)
             if name in fields:
@@ -367,10 +381,7 @@ class Engine(StmtMixin):
                         for d in found.decorators
                     ):
                         got = self._invoke(st, found.bind(obj), [], {}, None)
-                        # a returned value is never None (only "normal" ends carry None)
-                        return [(s, cast(Value, v) if k != "raise"
-                                 else Unknown(f"{found.qualname} raised"))
-                                for s, k, v in got]  # fmt: skip
+                        return self._returned(st, got, f"{found.qualname} raised")
                     if "staticmethod" in found.decorators:
                         return [(st, found)]
                     if "classmethod" in found.decorators:
@@ -381,7 +392,7 @@ class Engine(StmtMixin):
                 getattr_hook = obj.cls.lookup("__getattr__") if hook else None
                 if isinstance(getattr_hook, FunctionVal) and not name.startswith("__"):
                     return self.call(st, getattr_hook.bind(obj), [Const(name)], {}, None)
-                if obj.cls.external_bases():
+                if obj.cls.external_bases() and not records.closed_attributes(obj.cls, name):
                     return [
                         (
                             st,
@@ -398,6 +409,9 @@ class Engine(StmtMixin):
                 return [(st, found.bind(obj))]
             if found is not None:
                 return [(st, found)]
+            if name == "__annotations__":  # its own fields' annotations, evaluated
+                own = {repr(n): self._annotation(obj, n) for n in list(obj.annotations)}
+                return [(st, Instance(None, own, "dict"))]
             special = records.class_attribute(obj, name)
             if special is not None:
                 return [(st, special)]
@@ -422,6 +436,8 @@ class Engine(StmtMixin):
                 return [(st, Instance(None, {str(i): v for i, v in enumerate(obj.shape)}, "tuple"))]
             if name == "dtype" and obj.dtype:
                 return [(st, External(obj.dtype))]
+            if name == "ndim" and obj.shape is not None:
+                return [(st, Const(len(obj.shape)))]
             return [(st, _TensorMethod(obj, name))]
         if isinstance(obj, Const):
             return [(st, const_attribute(obj, name))]
@@ -475,12 +491,34 @@ class Engine(StmtMixin):
             else None
         )
         fn = FunctionVal(
-            qual, node, mod, self._decorator_names(st, node.decorator_list), closure=closure
+            qual,
+            node,
+            mod,
+            self._decorator_names(st, node.decorator_list),
+            closure=closure,
+            defaults=self._nested_defaults(st, node) if closure is not None else None,
         )
         fn.origins = (f"{mod.relpath}:{node.lineno}",)
         if node.decorator_list and owner_prefix == "" and st.env is mod.globals:
             self._register(st, fn, node.decorator_list)
         return fn
+
+    def _nested_defaults(self, st: PathState,
+                         node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+                         ) -> dict[str, Value] | None:  # fmt: skip
+        """A nested function's defaults, evaluated in the scope that defines it (`def
+        getter(self, _name=name)` in a loop binds each iteration's name)."""
+        a = node.args
+        params = [*a.posonlyargs, *a.args]
+        pairs = list(zip(params[len(params) - len(a.defaults) :], a.defaults, strict=True))
+        pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d]
+        out: dict[str, Value] = {}
+        for p, d in pairs:
+            if isinstance(d, ast.Constant):
+                continue  # the same wherever it is evaluated
+            got = self.ev(st.fork(), d)
+            out[p.arg] = got[0][1] if len(got) == 1 else Unknown(f"default of {p.arg}")
+        return out or None
 
     def _register(self, st: PathState, fn: FunctionVal, decorators: list[ast.expr]) -> None:
         """Run the framework's own decorators of a module-level function for what they record
@@ -502,7 +540,14 @@ class Engine(StmtMixin):
         """A lambda closes over the variables in scope where it is written."""
         mod = self.ctx[-1].module
         closure = dict(st.env) if st.env is not mod.globals else None
-        return FunctionVal(f"{mod.name}:<lambda:{node.lineno}>", node, mod, (), closure=closure)
+        return FunctionVal(
+            f"{mod.name}:<lambda:{node.lineno}>",
+            node,
+            mod,
+            (),
+            closure=closure,
+            defaults=self._nested_defaults(st, node) if closure else None,
+        )
 
     def define_class(self, st: PathState, node: ast.ClassDef) -> Value:
         mod = self.ctx[-1].module
@@ -533,6 +578,7 @@ class Engine(StmtMixin):
                     got = self.ev(st, stmt.value)
                     cls.attrs[name] = got[0][1] if got else Unknown("class attribute")
                 cls.attrs.setdefault(f"__field__{name}", Const(name))
+                cls.annotations[name] = stmt.annotation
                 continue
             try:
                 outcomes = self.exec_stmt(st, stmt)
@@ -560,20 +606,33 @@ class Engine(StmtMixin):
 
     def call(self, st: PathState, fn: Value, args: list[Value], kwargs: dict[str, Value],
              node: ast.AST | None) -> Paths:  # fmt: skip
+        if st.raising is not None:  # an argument's call raised: this call is never made
+            return [(st, Unknown("not reached: an exception was raised"))]
         fn = self._resolve(fn)
         if isinstance(fn, BoundConst):
             if isinstance(fn.target.value, PurePosixPath) and fn.name in _PATH_METHODS:
                 return [(st, self.fs_query(_PATH_METHODS[fn.name], fn.target, f"Path.{fn.name}"))]
             return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, _TensorMethod):
+            shape = fn.tensor.shape
+            if fn.name == "dim" and shape is not None and not args:
+                return [(st, Const(len(shape)))]
+            if fn.name == "size" and shape is not None and len(args) == 1 and \
+                    isinstance(args[0], Const) and isinstance(args[0].value, int) and \
+                    -len(shape) <= args[0].value < len(shape):  # fmt: skip
+                return [(st, shape[args[0].value])]
             made = fn.tensor.made_at or self._made_at(node)
-            return [
-                (st, Tensor(producer=_producer_of([fn.tensor, *args], st.claims), made_at=made))
-            ]
+            same = fn.name in _SAME_SHAPE  # elementwise and dtype changes keep the shape
+            dtype = _METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in _SAME_DTYPE else None)
+            return [(st, Tensor(shape if same else None, dtype,
+                                producer=_producer_of([fn.tensor, *args], st.claims),
+                                made_at=made))]  # fmt: skip
         if isinstance(fn, _DictMethod):
             return [(st, fn.call(st, args, kwargs))]
         if isinstance(fn, _ListMethod):
             return [(st, fn.call(self, st, args, kwargs))]
+        if isinstance(fn, _SetMethod):
+            return [(st, fn.call(st, [snapshot(st, a) for a in args]))]
         if isinstance(fn, _Partial):
             return self.call(st, fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, node)
         if isinstance(fn, External):
@@ -581,15 +640,122 @@ class Engine(StmtMixin):
         if isinstance(fn, FunctionVal):
             outs = self.join(fn.qualname, self._invoke(st, fn, args, kwargs, node))
             # _invoke turns "normal" ends into returns of Const(None): no value here is None
-            return [(s, cast(Value, v) if k in ("return", "normal") else Unknown(f"raised {v}"))
-                    for s, k, v in outs if k != "raise"] or \
-                   [(st, Unknown(f"{fn.qualname} always raises"))]  # fmt: skip
+            return self._returned(st, outs, f"{fn.qualname} always raises")
         if isinstance(fn, ClassVal):
             return self._construct(st, fn, args, kwargs, node)
         if isinstance(fn, EnumMember):
             return [(st, Unknown("call of enum member"))]
         reason = fn.reason if isinstance(fn, Unknown) else f"call of {type(fn).__name__}"
         return [(st, Unknown(reason, fn.origins))]
+
+    # --- with statements ---------------------------------------------------------------------
+
+    def ex_With(self, st: PathState, node: ast.With) -> list[Outcome]:
+        return self._with_items(st, list(node.items), node.body)
+
+    ex_AsyncWith = ex_With
+
+    def _with_items(self, st: PathState, items: list[ast.withitem],
+                    body: list[ast.stmt]) -> list[Outcome]:  # fmt: skip
+        """`with a, b: body` as `with a: with b: body`. A @contextmanager generator runs up
+        to its yield on entry; what it changed on objects is put back on exit (the save and
+        restore such managers do; the code after the yield itself is not run)."""
+        if not items:
+            return self.exec_block(st, body)
+        item, rest = items[0], items[1:]
+        out: list[Outcome] = []
+        for s, v in self.ev(st, item.context_expr):
+            if s.raising is not None:
+                out.append((s, "normal", None))  # exec_stmt turns it into the raise
+                continue
+            if not isinstance(v, _ContextManager):
+                if item.optional_vars is not None:
+                    self.assign(s, item.optional_vars, Unknown("context manager value"))
+                out.extend(self._with_items(s, rest, body))
+                continue
+            for s2, kind, val, saved in self._enter(s, v, item.context_expr):
+                if kind != "yield":
+                    out.append((s2, kind, val))
+                    continue
+                if item.optional_vars is not None:
+                    self.assign(s2, item.optional_vars, val or Const(None))
+                for s3, k3, v3 in self._with_items(s2, rest, body):
+                    _put_back(s3, saved)
+                    out.append((s3, k3, v3))
+        return out
+
+    def _enter(self, st: PathState, cm: _ContextManager, node: ast.AST
+               ) -> list[tuple[PathState, str, Value | None, _Saved]]:  # fmt: skip
+        before = dict(st.heap)
+        self.entering.append(len(st.frames) + 1)
+        try:
+            outs = self._invoke_uncached(st, cm.fn, cm.args, cm.kwargs, node)
+        finally:
+            self.entering.pop()
+        entered = []
+        for s, kind, val in outs:
+            if kind == "yield":
+                entered.append((s, kind, val, _changed_since(before, s)))
+            elif kind in ("return", "normal"):  # a generator that never yields fails to enter
+                entered.append((s, "raise", External("RuntimeError"), []))
+            else:
+                entered.append((s, kind, val, []))
+        return entered
+
+    def _type_hints(self, cls: ClassVal) -> Value:
+        """`typing.get_type_hints(cls, include_extras=True)`: every field's annotation evaluated
+        in its class's module (once per class; a string annotation is parsed first)."""
+        hints: dict[str, Value] = {}
+        for c in reversed(cls.mro()):
+            for name in list(c.annotations):
+                hints[name] = self._annotation(c, name)
+        return Instance(None, {repr(k): v for k, v in hints.items()}, "dict")
+
+    def _annotation(self, cls: ClassVal, name: str) -> Value:
+        ann = cls.annotations[name]
+        if isinstance(ann, Value):
+            return ann
+        value: Value = Unknown(f"annotation of {name}")
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                ann = None  # type: ignore[assignment]
+        if cls.module is not None and ann is not None:
+            mod = cls.module
+            self.ctx.append(_Ctx(mod, mod.relpath, f"{cls.qualname} annotations"))
+            self.budget.push(MODULE_STMT_STEPS, f"the annotation of {name} took too long")
+            try:
+                paths = self.ev(PathState(envs=[mod.globals]), ann)
+                if len(paths) == 1:
+                    value = paths[0][1]
+            except BudgetExceeded:
+                pass
+            finally:
+                self.budget.pop()
+                self.ctx.pop()
+        cls.annotations[name] = value
+        return value
+
+    def _returned(self, st: PathState, outs: list[Outcome], always: str) -> Paths:
+        """The values a call's paths return. A path that raised ends here unless a handler up
+        the stack may catch its exception: then it carries the exception to that statement.
+        When every path raised and none is caught, the call reads as an Unknown `always`."""
+        out: Paths = []
+        for s, k, v in outs:
+            if k == "raise":
+                exc = v or Unknown("an exception")
+                if self._caught(s, exc):
+                    s.raising = exc
+                    out.append((s, Unknown(f"raised {describe(exc)}")))
+                continue
+            # _invoke turns "normal" ends into returns of Const(None): no value here is None
+            out.append((s, cast(Value, v) if k in ("return", "normal") else Unknown(f"raised {v}")))
+        return out or [(st, Unknown(always or "always raises"))]
+
+    def _caught(self, st: PathState, exc: Value) -> bool:
+        return any(self.exception_matches(exc, h, st) is not False
+                   for handlers in self.catching for h in handlers)  # fmt: skip
 
     def _call_external(self, st: PathState, fn: External, args: list[Value],
                        kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
@@ -599,6 +765,11 @@ class Engine(StmtMixin):
             return special
         if name in self.facts.calls:
             return [(st, self.facts.calls[name])]
+        typed = typing_call(name, [self._resolve(a) for a in args])
+        if typed is not None:
+            return [(st, typed)]
+        if name in records.TYPE_HINTS and args and isinstance(self._resolve(args[0]), ClassVal):
+            return [(st, self._type_hints(cast(ClassVal, self._resolve(args[0]))))]
         if name in records.NAMES:
             rec = records.call(name, [self._resolve(a) for a in args], kwargs, st,
                                self.ctx[-1].module.name if self.ctx else "")  # fmt: skip
@@ -613,6 +784,11 @@ class Engine(StmtMixin):
             return [(st, fn_args[0] if fn_args else External(f"{name}#decorator"))]
         if name.endswith("#decorator") and len(args) == 1:
             return [(st, args[0])]
+        if name == "property" and args and isinstance(self._resolve(args[0]), FunctionVal):
+            getter = cast(
+                FunctionVal, self._resolve(args[0])
+            )  # property(getter), built at run time
+            return [(st, dataclasses.replace(getter, decorators=(*getter.decorators, "property")))]
         if name == "functools.partial" and args:
             return [(st, _Partial(self._resolve(args[0]), list(args[1:]), dict(kwargs)))]
         if name in ("re.match", "re.search", "re.fullmatch") and all(
@@ -628,11 +804,30 @@ class Engine(StmtMixin):
         env_value = self._env_call(name, args, kwargs, node)
         if env_value is not None:
             return [(st, env_value)]
+        if name == "importlib.util.find_spec" and args and isinstance(args[0], Const) and \
+                isinstance(args[0].value, str):  # fmt: skip
+            found = self.index.has_module(args[0].value) or \
+                self.facts.package_available(args[0].value)  # fmt: skip
+            if found is False:
+                return [(st, Const(None, (f"package {args[0].value} not importable",)))]
+            if found:
+                return [(st, External(f"{args[0].value}#spec"))]
+        target = args[0].value if len(args) == 1 and isinstance(args[0], Const) else None
+        if name == "importlib.import_module" and isinstance(target, str) and target[:1] != ".":
+            mod = self._import_module(target)
+            if isinstance(mod, _ImportFailure):
+                return self._returned(st, [(st, "raise", mod.exc)], f"import of {target} fails")
+            return [(st, self._resolve(mod))]
         if name in ("copy.copy", "copy.deepcopy") and len(args) == 1:
             return [(st, _copied(st, self._resolve(args[0]), name == "copy.deepcopy", 4))]
         fs_value = self._fs_call(name, args)
         if fs_value is not None:
             return [(st, fs_value)]
+        if _builtin_exception(name) is not None:  # ValueError("...") stands for its class
+            return [(st, External(name))]
+        over = _over_containers(st, name, args, kwargs)
+        if over is not None:
+            return [(st, over)]
         if name != "isinstance":  # a list reads as its items on this path (isinstance: as a list)
             args = [snapshot(st, a) for a in args]
         builtin = call_builtin(name, args, kwargs)
@@ -645,6 +840,10 @@ class Engine(StmtMixin):
             ]
         if name.startswith(_NON_TENSOR_TORCH):
             return [(st, Unknown(f"result of {name}()"))]
+        if name in _PARAMETER and args and isinstance(args[0], Tensor):
+            return [(st, args[0])]  # a parameter is its data
+        if name in _FACTORIES:
+            return [(st, _made_tensor(name, args, kwargs, self._made_at(node)))]
         if name.startswith("torch.") or name.startswith("triton"):
             inherited = _producer_of([*args, *kwargs.values()], st.claims)
             return [(st, Tensor(producer=inherited, made_at=self._made_at(node)))]
@@ -734,6 +933,12 @@ class Engine(StmtMixin):
                             for a in args):  # fmt: skip
                 return Const(PurePosixPath(*(a.value for a in args)), merge_origins(*args))  # type: ignore[attr-defined]
             return None
+        cp = self.facts.checkpoint
+        if name == "glob.glob" and args and isinstance(args[0], Const) and cp is not None:
+            found = cp.listing(str(args[0].value))
+            if found is not None:
+                return new_list([Const(f, (f"checkpoint {cp.root}: {cp.origin}",)) for f in found])
+            return None
         kind = _FS_QUERIES.get(name)
         if kind is None or len(args) != 1:
             return None
@@ -753,7 +958,8 @@ class Engine(StmtMixin):
 
     def _env_call(self, name: str, args: list[Value], kwargs: dict[str, Value],
                   node: ast.AST | None) -> Value | None:  # fmt: skip
-        if name not in ("os.getenv", "os.environ.get", "os.environ.__getitem__"):
+        if name not in ("os.getenv", "os.environ.get", "os.environ.__getitem__",
+                        "os.environ.setdefault"):  # fmt: skip
             return None
         if not args or not isinstance(args[0], Const):
             return Unknown("environment variable with an unknown name")
@@ -799,6 +1005,9 @@ class Engine(StmtMixin):
                    kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
         if cls.is_enum:
             return [(st, self._enum_lookup(cls, args))]
+        hook = self.construct_hooks.get(cls)
+        if hook is not None:
+            return cast(Paths, hook(st, args, kwargs, node))
         inst = Instance(cls, {}, cls.qualname.split(":")[-1])
         if cls in self.not_built or (
             self.only_module is not None
@@ -822,7 +1031,8 @@ class Engine(StmtMixin):
         init = cls.lookup("__init__")
         if isinstance(init, FunctionVal):
             outs = self.join(cls.qualname, self._invoke(st, init.bind(inst), args, kwargs, node), 1)
-            return [(s, inst) for s, k, _v in outs if k != "raise"] or [(st, inst)]
+            return [(s, v if s.raising is not None else inst)
+                    for s, v in self._returned(st, outs, "")]  # fmt: skip
         return [(st, inst)]
 
     def _dataclass_init(self, cls: ClassVal, inst: Instance, args: list[Value],
@@ -877,6 +1087,8 @@ class Engine(StmtMixin):
             out = self._hit_sink(st, fn.qualname, decorated.kind, decorated.id, node,
                                  [*args, *kwargs.values()])  # fmt: skip
             return [(st, "return", out)]
+        if any(d.endswith("contextmanager") for d in fn.decorators):
+            return [(st, "return", _ContextManager(fn, args, kwargs))]  # runs when entered
         memo_key = self._memo_key(fn, args, kwargs)
         if memo_key is not None and memo_key in self._memo:
             value, decisions, receiver = self._memo[memo_key]
@@ -998,6 +1210,7 @@ class Engine(StmtMixin):
                 sum(f.function == fn.qualname for f in st.frames) >= 3:  # fmt: skip
             st.stopped = f"recursion in {fn.qualname} exceeded the budget"
             return [(st, "stop", Unknown(st.stopped))]
+        depth = (len(st.frames), len(st.envs))
         env = self._bind(fn, args, kwargs)
         frame = Frame(fn.qualname, fn.module.relpath, fn.node.lineno, self.current_file(),
                       getattr(node, "lineno", 0), fn.decorators)  # fmt: skip
@@ -1034,6 +1247,9 @@ class Engine(StmtMixin):
                 result.append((s, "stop", val))
             else:
                 result.append((s, kind, val))
+        if all(s is not st for s, _k, _v in result):  # every path forked off: st left the call
+            del st.frames[depth[0] :]
+            del st.envs[depth[1] :]
         return result
 
     def _owner_of(self, fn: FunctionVal) -> ClassVal | None:
@@ -1048,6 +1264,11 @@ class Engine(StmtMixin):
         if isinstance(recv, ClassVal):
             return recv
         return None
+
+    def rule_value(self, text: str, fn: FunctionVal) -> Value:
+        """A rule file's expression over the bindings, evaluated where `fn` is defined."""
+        got = self._summary(PathState(envs=[{}]), fn, text)
+        return got[0][1] if len(got) == 1 else Unknown(f"{text} has several values")
 
     def _summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths:
         expr = _parsed_summary(text)
@@ -1086,6 +1307,8 @@ class Engine(StmtMixin):
                     env[p.arg] = positional[i]
                 elif p.arg in kwargs:
                     env[p.arg] = kwargs[p.arg]
+                elif fn.defaults is not None and p.arg in fn.defaults:
+                    env[p.arg] = fn.defaults[p.arg]
                 elif i >= first_default:
                     env[p.arg] = self._default(mod_state, defaults[i - first_default], fn, p.arg)
                 else:
@@ -1093,6 +1316,8 @@ class Engine(StmtMixin):
             for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
                 if p.arg in kwargs:
                     env[p.arg] = kwargs[p.arg]
+                elif fn.defaults is not None and p.arg in fn.defaults:
+                    env[p.arg] = fn.defaults[p.arg]
                 elif d is not None:
                     env[p.arg] = self._default(mod_state, d, fn, p.arg)
                 else:
@@ -1118,24 +1343,222 @@ class Engine(StmtMixin):
 
     def exception_matches(self, exc: Value | None, handler: ast.ExceptHandler,
                           st: PathState) -> bool | None:  # fmt: skip
+        """Whether `handler` catches `exc`: True, False, or None when the exception's class
+        is not known well enough to say (an external class may derive from anything)."""
         if handler.type is None:
             return True
-        wanted = self.source_text(handler.type)
-        name = (
-            exc.name
-            if isinstance(exc, External)
-            else exc.qualname
-            if isinstance(exc, ClassVal)
-            else ""
-        )
-        if isinstance(exc, Instance) and exc.cls is not None:
-            name = exc.cls.qualname
-        if not name:
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        wanted = [self.source_text(t).split(".")[-1] for t in types]
+        chain = _exception_chain(exc)
+        if chain is None:
             return None
-        short = name.split(".")[-1].split(":")[-1]
-        if short in wanted or "Exception" in wanted or "BaseException" in wanted:
-            return True
-        return short == "ModuleNotFoundError" and "ImportError" in wanted
+        for name in chain:
+            for w in wanted:
+                if name == w or _builtin_subclass(name, w):
+                    return True
+        # no match: certain when the whole ancestry is known (builtins and framework classes)
+        return False if _all_known(exc) else None
+
+
+# tensor methods whose result has the tensor's shape (and, for the second set, its dtype)
+_SAME_DTYPE = {
+    "contiguous",
+    "clone",
+    "detach",
+    "sigmoid",
+    "softmax",
+    "abs",
+    "neg",
+    "exp",
+    "relu",
+    "sqrt",
+    "log",
+    "tanh",
+    "mul",
+    "add",
+    "sub",
+    "div",
+    "masked_fill",
+}
+_SAME_SHAPE = _SAME_DTYPE | {"float", "half", "bfloat16", "to", "type_as", "int", "long"}
+_METHOD_DTYPES = {"float": "torch.float32", "half": "torch.float16", "bfloat16":
+                  "torch.bfloat16", "int": "torch.int32", "long": "torch.int64"}  # fmt: skip
+_PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "nn.Parameter"}
+# torch factories whose first arguments are the shape (torch.full: then the fill value)
+_FACTORIES = {f"torch.{n}" for n in ("empty", "zeros", "ones", "full", "rand", "randn")}
+
+
+def _made_tensor(name: str, args: list[Value], kwargs: dict[str, Value], made: Any) -> Tensor:
+    """A new tensor with the shape and dtype its factory call gives it, where they are known."""
+    dims: list[Value] | None = None
+    first = args[0] if args else kwargs.get("size")
+    if isinstance(first, Const) and isinstance(first.value, (tuple, list)):
+        dims = [Const(d, first.origins) for d in first.value]
+    elif isinstance(first, Instance) and first.cls is None and first.label in ("tuple", "list"):
+        dims = list(first.fields.values())
+    elif name != "torch.full":
+        dims = [a for a in args if not isinstance(a, Const) or isinstance(a.value, int)]
+        if len(dims) != len(args):
+            dims = None
+    elif first is not None:
+        dims = [first]
+    dtype = kwargs.get("dtype")
+    dname = _torch_dtype_name(dtype) if dtype is not None else None
+    return Tensor(tuple(dims) if dims is not None else None, dname, made_at=made)
+
+
+def _torch_dtype_name(v: Value) -> str | None:
+    return v.name if isinstance(v, External) and v.name.startswith("torch.") else None
+
+
+_Saved = list[tuple[Instance, dict[str, Any]]]  # fields a context manager's entry changed
+
+
+class _ContextManager(Value):
+    """What calling a @contextmanager function returns: the generator, run when entered."""
+
+    def __init__(self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]) -> None:
+        super().__init__()
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+
+
+_ABSENT = object()
+
+
+def _changed_since(before: dict[int, dict[str, Value]],
+                   st: PathState) -> list[tuple[Instance, dict[str, Any]]]:  # fmt: skip
+    """The object fields `st` wrote since `before` (a heap snapshot), with their old values."""
+    out = []
+    for key, fields in st.heap.items():
+        prev = before.get(key)
+        if prev is fields:
+            continue
+        obj = st.heap_objs[key]
+        base = prev if prev is not None else obj.fields
+        old = {n: base.get(n, _ABSENT) for n in {*fields, *base}
+               if fields.get(n, _ABSENT) is not base.get(n, _ABSENT)}  # fmt: skip
+        if old:
+            out.append((obj, old))
+    return out
+
+
+def _put_back(st: PathState, saved: list[tuple[Instance, dict[str, Any]]]) -> None:
+    for obj, old in saved:
+        own = dict(st.fields(obj))
+        for name, value in old.items():
+            if value is _ABSENT:
+                own.pop(name, None)
+            else:
+                own[name] = value
+        st.replace_fields(obj, own)
+
+
+# builtins that read their arguments as sequences of items
+_SEQUENCE_BUILTINS = frozenset(
+    {
+        "list",
+        "tuple",
+        "reversed",
+        "set",
+        "frozenset",
+        "sorted",
+        "enumerate",
+        "zip",
+        "len",
+        "any",
+        "all",
+        "min",
+        "max",
+        "sum",
+    }
+)
+
+
+def _over_containers(st: PathState, name: str, args: list[Value],
+                     kwargs: dict[str, Value]) -> Value | None:  # fmt: skip
+    """A sequence builtin over tracked containers (lists, tuples, dicts whose items this path
+    knows): on their items as constants when every item is one, else structurally (a new list,
+    a tuple of the same objects). None when the pure builtin (or nothing) applies."""
+    if name in ("list", "set") and not args and not kwargs:
+        return new_list([]) if name == "list" else new_set([])  # mutable: tracked
+    if name == "set" and len(args) == 1 and isinstance(args[0], Const):
+        if not isinstance(args[0].value, (tuple, list, set, frozenset, str, range)):
+            return None
+        return _set_of([Const(x, args[0].origins) for x in ordered(args[0].value)])
+    if name not in _SEQUENCE_BUILTINS or not args:
+        return None
+    if name != "list" and all(isinstance(a, Const) for a in args):
+        return None
+    seqs = [iteration(a, st) for a in args]
+    if any(seq is None or len(seq) > SEQ_LIMIT for seq in seqs):
+        return None
+    items = [cast(list[Value], seq) for seq in seqs]
+    if name == "list" and len(items) == 1 and not kwargs:
+        return new_list(list(items[0]))
+    if name == "set" and len(items) == 1 and not kwargs:
+        return _set_of(items[0])
+    if all(isinstance(i, Const) for seq in items for i in seq):
+        consts = [Const(tuple(i.value for i in seq), merge_origins(*seq)) for seq in items]  # type: ignore[attr-defined]
+        return call_builtin(name, cast(list[Value], consts), kwargs)
+    if kwargs:
+        return None
+    first = items[0]
+    if name == "len" and len(items) == 1:
+        return Const(len(first))
+    if name == "list" and len(items) == 1:
+        return new_list(list(first))
+    if name in ("tuple", "reversed") and len(items) == 1:
+        return _tuple(first if name == "tuple" else first[::-1])
+    if name == "enumerate" and len(items) == 1:
+        return _tuple([_tuple([Const(i), v]) for i, v in enumerate(first)])
+    if name == "zip":
+        return _tuple([_tuple(list(row)) for row in zip(*items, strict=False)])
+    return None
+
+
+def _set_of(items: list[Value]) -> Value:
+    try:
+        return new_set(items)
+    except TypeError:
+        return Unknown("set() of unhashable items")
+
+
+def _tuple(items: list[Value]) -> Instance:
+    return Instance(None, {str(i): v for i, v in enumerate(items)}, "tuple")
+
+
+def _builtin_exception(name: str) -> type[BaseException] | None:
+    import builtins
+
+    cls = getattr(builtins, name, None)
+    return cls if isinstance(cls, type) and issubclass(cls, BaseException) else None
+
+
+def _builtin_subclass(name: str, wanted: str) -> bool:
+    a, b = _builtin_exception(name), _builtin_exception(wanted)
+    return a is not None and b is not None and issubclass(a, b)
+
+
+def _exception_chain(exc: Value | None) -> list[str] | None:
+    """The short names of an exception's class and its ancestors, or None when unknown."""
+    if isinstance(exc, External):
+        return [exc.name.split(".")[-1]]
+    cls = exc.cls if isinstance(exc, Instance) else exc if isinstance(exc, ClassVal) else None
+    if cls is None:
+        return None
+    names = [c.qualname.split(":")[-1].split(".")[-1] for c in cls.mro()]
+    names.extend(b.split(".")[-1] for b in cls.external_bases())
+    return names
+
+
+def _all_known(exc: Value | None) -> bool:
+    """A framework exception class whose external bases are all builtin exceptions."""
+    cls = exc.cls if isinstance(exc, Instance) else exc if isinstance(exc, ClassVal) else None
+    if cls is None:
+        return isinstance(exc, External) and _builtin_exception(exc.name) is not None
+    return all(_builtin_exception(b.split(".")[-1]) is not None for b in cls.external_bases())
 
 
 # torch namespaces whose calls answer questions about the platform rather than make tensors
@@ -1294,6 +1717,8 @@ class _DictMethod(Value):
             if self.name == "pop":
                 f.pop(key, None)
             return value
+        if self.name == "get" and args and not f:  # an empty dict holds no key at all
+            return args[1] if len(args) > 1 else Const(None)
         if self.name in ("keys", "values", "items") and LIST_UNKNOWN in f:
             return Unknown(f"dict.{self.name}() of a dict of unknown contents")
         if self.name == "keys":
@@ -1305,6 +1730,45 @@ class _DictMethod(Value):
                      for i, (k, v) in enumerate(f.items())}  # fmt: skip
             return Instance(None, pairs, "tuple")
         return Unknown(f"dict.{self.name}()")
+
+
+class _SetMethod(Value):
+    """A method of a tracked set: changes go to the path's own copy of its items."""
+
+    _CHANGES = frozenset({"add", "discard", "remove", "update", "clear", "difference_update",
+                          "intersection_update", "symmetric_difference_update", "pop"})  # fmt: skip
+    _READS = frozenset({"union", "intersection", "difference", "symmetric_difference",
+                        "issubset", "issuperset", "isdisjoint", "copy"})  # fmt: skip
+
+    def __init__(self, target: Instance, name: str) -> None:
+        super().__init__()
+        self.target = target
+        self.name = name
+
+    def call(self, st: PathState, args: list[Value]) -> Value:
+        current = snapshot(st, self.target)
+        name = self.name
+        known = isinstance(current, Const) and all(isinstance(a, Const) for a in args)
+        if name in self._READS:
+            if not known:
+                return Unknown(f"set.{name}() of unknowns")
+            try:
+                got = getattr(current.value, name)(*(a.value for a in args))  # type: ignore[attr-defined]
+            except Exception as exc:
+                return Unknown(f"set.{name}() raised {type(exc).__name__}")
+            return _set_of([Const(x) for x in ordered(got)]) if isinstance(got, set) else Const(got)
+        if name not in self._CHANGES:
+            return Unknown(f"set.{name}()")
+        if not known or name == "pop":
+            st.replace_fields(self.target, {LIST_UNKNOWN: Unknown(f"set.{name}() of unknowns")})
+            return Unknown(f"set.{name}()")
+        members = set(current.value)  # type: ignore[attr-defined]
+        try:
+            getattr(members, name)(*(a.value for a in args))  # type: ignore[attr-defined]
+        except Exception as exc:
+            return Unknown(f"set.{name}() raised {type(exc).__name__}")
+        st.replace_fields(self.target, {repr(x): Const(x) for x in members})
+        return Const(None)
 
 
 class _ListMethod(Value):

@@ -49,6 +49,16 @@ class Checkpoint:
             return is_dir
         return rel in self.files or (kind == "exists" and is_dir)
 
+    def listing(self, pattern: str) -> list[str] | None:
+        """glob.glob(`pattern`) for a pattern inside the model directory (one level, no `**`):
+        the matching paths, sorted; None when the listing is not known."""
+        root = posixpath.normpath(self.root)
+        folder, _, name = posixpath.normpath(pattern).rpartition("/")
+        if folder != root or not self.local or self.files is None or "**" in pattern:
+            return None
+        return sorted(f"{root}/{f}" for f in self.files
+                      if "/" not in f and fnmatch.fnmatchcase(f, name))  # fmt: skip
+
 
 @dataclass
 class Facts:

@@ -12,10 +12,12 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from routescope.analysis.builtins import call_builtin, const_attribute
+from routescope.analysis.builtins import SENTINEL, call_builtin, const_attribute, ordered
 from routescope.analysis.facts import Facts
+from routescope.analysis.records import ANNOTATED
 from routescope.analysis.state import Decision, Input, Part, PathState
 from routescope.analysis.values import (
+    AtLeast,
     ClassVal,
     Const,
     EnumMember,
@@ -136,6 +138,26 @@ def seq_items(st: PathState, v: Value) -> list[Value] | None:
     return None
 
 
+def is_set(v: Value) -> bool:
+    """A mutable set the engine tracks by its items (fields keyed by each item's repr)."""
+    return isinstance(v, Instance) and v.cls is None and v.label == "set"
+
+
+def new_set(items: list[Value]) -> Value:
+    """A tracked set of these items; a set of unknown items is an unknown set."""
+    if not all(isinstance(i, Const) for i in items):
+        return Instance(None, {LIST_UNKNOWN: Unknown("set of unknown items")}, "set")
+    return Instance(None, {repr(i.value): i for i in items}, "set")  # type: ignore[attr-defined]
+
+
+def set_items(st: PathState, v: Value) -> list[Value] | None:
+    """A tracked set's items as this path sees them, in one fixed order; None if unknown."""
+    f = st.fields(v) if isinstance(v, Instance) else {}
+    if LIST_UNKNOWN in f or not all(isinstance(v, Const) for v in f.values()):
+        return None  # (a join of paths whose sets differ leaves Unknown members)
+    return [f[k] for k in sorted(f)]
+
+
 def is_dict(v: Value) -> bool:
     return isinstance(v, Instance) and v.cls is None and v.label == "dict"
 
@@ -155,6 +177,11 @@ def snapshot(st: PathState, v: Value) -> Value:
         assert isinstance(v, Instance)
         view = st.fields(v)
         return v if view is v.fields else Instance(None, dict(view), "dict")
+    if is_set(v):
+        members = set_items(st, v)
+        if members is None:
+            return Unknown("set of unknown contents")
+        return Const({m.value for m in members}, merge_origins(*members))  # type: ignore[attr-defined]
     if not is_list(v):
         return v
     items = seq_items(st, v)
@@ -170,11 +197,114 @@ def truth_in(st: PathState, v: Value) -> bool | None:
     if is_list(v):
         items = seq_items(st, v)
         return None if items is None else bool(items)
-    if is_dict(v):
+    if is_dict(v) or is_set(v):
         assert isinstance(v, Instance)
         view = st.fields(v)
         return None if LIST_UNKNOWN in view else bool(view)
     return truth(v)
+
+
+def annotated(idx: Value) -> Value:
+    """`Annotated[T, meta...]`: the type with its metadata (what get_origin/get_args read)."""
+    if isinstance(idx, Const) and isinstance(idx.value, tuple):
+        items: list[Value] = [Const(x, idx.origins) for x in idx.value]
+    elif isinstance(idx, Instance) and idx.cls is None and idx.label == "tuple":
+        items = list(idx.fields.values())
+    else:
+        return Unknown("Annotated[] of unknown arguments")
+    return Instance(None, {"__origin__": items[0],
+                           "__metadata__": Instance(None, {str(i): v for i, v in
+                                                           enumerate(items[1:])}, "tuple")},
+                    "typing.Annotated")  # fmt: skip
+
+
+def typing_call(name: str, args: list[Value]) -> Value | None:
+    """typing.get_origin / typing.get_args of an annotation value."""
+    if name not in ("typing.get_origin", "typing.get_args", "typing_extensions.get_origin",
+                    "typing_extensions.get_args") or len(args) != 1:  # fmt: skip
+        return None
+    tp = args[0]
+    origin = name.endswith("get_origin")
+    if isinstance(tp, Instance) and tp.label == "typing.Annotated":
+        if origin:
+            return External("typing.Annotated")
+        meta = list(tp.fields["__metadata__"].fields.values())  # type: ignore[attr-defined]
+        return Instance(None, {str(i): v for i, v in enumerate([tp.fields["__origin__"], *meta])},
+                        "tuple")  # fmt: skip
+    plain = isinstance(tp, (ClassVal, Const)) or (
+        isinstance(tp, External) and "." not in tp.name  # bool, int, str: no origin, no args
+    )
+    if plain:
+        return Const(None) if origin else Const(())
+    if origin and isinstance(tp, External) and tp.name in _TYPING_ORIGINS:
+        # `Optional[X]` is kept as typing.Optional: its origin is known, its arguments are not
+        found = _TYPING_ORIGINS[tp.name]
+        return External(found) if found else Const(None)
+    return None
+
+
+_TYPING_ORIGINS = {
+    "typing.Optional": "typing.Union", "typing.Union": "typing.Union", "typing.List": "list",
+    "typing.Dict": "dict", "typing.Tuple": "tuple", "typing.Set": "set",
+    "typing.FrozenSet": "frozenset", "typing.Literal": "typing.Literal",
+    "typing.Callable": "collections.abc.Callable", "typing.Type": "type", "typing.Any": "",
+}  # fmt: skip
+
+
+_FLIPPED: dict[type, type] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE,
+                              ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}  # fmt: skip
+
+
+def _record_eq(st: PathState, a: Value, b: Value, depth: int) -> bool | None:
+    """`==` between two records (dataclasses, msgspec Structs) of one class that keeps the
+    generated __eq__: field by field as this path sees them; None when it cannot say."""
+    from routescope.analysis.records import is_dataclass, is_struct
+
+    if not (isinstance(a, Instance) and isinstance(b, Instance) and a.cls is not None):
+        return None
+    if a is b:
+        return True
+    if b.cls is not a.cls or depth <= 0:
+        return None
+    if not (is_dataclass(a.cls) or is_struct(a.cls)) or any(
+        "__eq__" in c.attrs for c in a.cls.mro()
+    ):
+        return None
+    fa, fb = st.fields(a), st.fields(b)
+    if fa.keys() != fb.keys():
+        return None
+    for key in fa:
+        x, y = snapshot(st, fa[key]), snapshot(st, fb[key])
+        if x is y:
+            continue
+        if isinstance(x, Const) and isinstance(y, Const):
+            if repr(x.value) != repr(y.value):
+                return False
+            continue
+        sub = _record_eq(st, x, y, depth - 1)
+        if sub is not True:
+            return sub
+    return True
+
+
+def _bounded_compare(op: ast.cmpop, a: Value, b: Value) -> Value | None:
+    """`x OP c` for x known to be at least `low`: decided when every such x answers alike."""
+    if isinstance(b, AtLeast) and not isinstance(a, AtLeast) and type(op) in _FLIPPED:
+        return _bounded_compare(_FLIPPED[type(op)](), b, a)
+    if not (isinstance(a, AtLeast) and isinstance(b, Const)) or isinstance(b.value, bool) \
+            or not isinstance(b.value, (int, float)):  # fmt: skip
+        return None
+    c, low = b.value, a.low
+    known: dict[type, bool | None] = {
+        ast.Eq: False if c < low else None,
+        ast.NotEq: True if c < low else None,
+        ast.Gt: True if c < low else None,
+        ast.GtE: True if c <= low else None,
+        ast.Lt: False if c <= low else None,
+        ast.LtE: False if c < low else None,
+    }
+    got = known.get(type(op))
+    return Const(got, a.origins) if got is not None else None
 
 
 def _unknown_from(reason: str, *vals: Value) -> Unknown:
@@ -225,23 +355,16 @@ class ExprMixin:
             nxt: list[tuple[PathState, list[Value]]] = []
             for s, vals in acc:
                 if isinstance(n, ast.Starred):
+                    from routescope.analysis.stmts import iteration
+
                     for s2, v in self.ev(s, n.value):
-                        seq = seq_items(s2, v)
+                        seq = iteration(v, s2)  # *a_list, *a_set, *a_dict (its keys), ...
                         if seq is not None:
                             nxt.append((s2, [*vals, *seq]))
-                            continue
-                        if is_list(v):
+                        elif is_list(v) or is_set(v):
                             nxt.append((s2, [*vals, Unknown("starred list of unknown contents")]))
-                            continue
-                        items = (
-                            v.value
-                            if isinstance(v, Const) and isinstance(v.value, (tuple, list))
-                            else None
-                        )
-                        if items is None:
-                            nxt.append((s2, [*vals, Unknown("starred argument")]))
                         else:
-                            nxt.append((s2, [*vals, *(Const(i, v.origins) for i in items)]))
+                            nxt.append((s2, [*vals, Unknown("starred argument")]))
                     continue
                 for s2, v in self.ev(s, n):
                     nxt.append((s2, [*vals, v]))
@@ -293,13 +416,10 @@ class ExprMixin:
     def ev_Set(self, st: PathState, node: ast.Set) -> Paths:
         out: Paths = []
         for s, vals in self.ev_seq(st, list(node.elts)):
-            if all(isinstance(v, Const) for v in vals):
-                try:
-                    out.append((s, Const(frozenset(v.value for v in vals))))  # type: ignore[attr-defined]
-                    continue
-                except TypeError:
-                    pass
-            out.append((s, Unknown("set of unknowns")))
+            try:
+                out.append((s, new_set(vals)))
+            except TypeError:  # an unhashable item: the real code raises
+                out.append((s, Unknown("set of unhashable items")))
         return out
 
     def ev_Dict(self, st: PathState, node: ast.Dict) -> Paths:
@@ -340,6 +460,20 @@ class ExprMixin:
         out: Paths = []
         for s, (a, b) in self.ev_seq(st, [node.left, node.right]):
             fn = BINOPS.get(type(node.op))
+            if is_set(a) or is_set(b):  # set algebra on this path's members: a new set
+                a, b = snapshot(s, a), snapshot(s, b)
+                if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
+                    try:
+                        got = fn(a.value, b.value)
+                    except Exception as exc:
+                        out.append(
+                            (s, Unknown(f"{type(exc).__name__} in {self.source_text(node)}"))
+                        )
+                        continue
+                    made = new_set([Const(x) for x in ordered(got)]) if isinstance(got, set) \
+                        else Const(got, merge_origins(a, b))  # fmt: skip
+                    out.append((s, made))
+                    continue
             if isinstance(node.op, ast.Add) and (is_list(a) or is_list(b)):
                 left, right = _items_of(s, a), _items_of(s, b)
                 joined = new_list(left + right) if left is not None and right is not None else \
@@ -391,7 +525,12 @@ class ExprMixin:
             for i, op in enumerate(node.ops):
                 same = isinstance(op, (ast.Is, ast.IsNot))
                 a, b = (vals if same else views)[i], (vals if same else views)[i + 1]
-                r = self.compare(op, a, b)
+                eq = _record_eq(s, a, b, 3) if isinstance(op, (ast.Eq, ast.NotEq)) else None
+                r = (
+                    Const(eq == isinstance(op, ast.Eq))
+                    if eq is not None
+                    else self.compare(op, a, b)
+                )
                 if isinstance(r, Const) and not r.value:
                     result = r
                     break
@@ -407,6 +546,18 @@ class ExprMixin:
             if same is None:
                 return _unknown_from("identity of unknowns", a, b)
             return Const(same if isinstance(op, ast.Is) else not same, merge_origins(a, b))
+        bounded = _bounded_compare(op, a, b)
+        if bounded is not None:
+            return bounded
+        if isinstance(op, (ast.Eq, ast.NotEq)) and any(
+            isinstance(x, Instance) and x.label == SENTINEL for x in (a, b)
+        ):  # object() compares by identity
+            same = self.identical(a, b)
+            if same is not None:
+                return Const(same == isinstance(op, ast.Eq))
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(a, Instance) and \
+                a.label == SENTINEL and isinstance(b, Const):  # fmt: skip
+            return Const(isinstance(op, ast.NotIn))  # no constant holds a fresh object()
         if isinstance(a, EnumMember) and isinstance(b, EnumMember):
             eq = a.cls is b.cls and a.name == b.name
             if isinstance(op, ast.Eq):
@@ -489,6 +640,9 @@ class ExprMixin:
                 return False  # an imported name exists
         if isinstance(a, Const) and a.value is None:
             return self.identical(b, a)
+        for x, y in ((a, b), (b, a)):  # a fresh object() is none of the values made without it
+            if isinstance(x, Instance) and x.label == SENTINEL and not isinstance(y, Unknown):
+                return x is y
         if _torch_dtype(a) and _torch_dtype(b):
             return _torch_dtype(a) == _torch_dtype(b)  # one object per dtype
         if isinstance(a, External) and isinstance(b, External):
@@ -558,6 +712,9 @@ class ExprMixin:
             return Tensor(producer=obj.producer, made_at=obj.made_at)
         if isinstance(obj, Instance) and isinstance(idx, Const):
             at = idx.value
+            if obj.label == "tuple" and obj.cls is None and isinstance(at, slice):
+                items = list(obj.fields.values())[at]  # t[1:]
+                return Instance(None, {str(i): v for i, v in enumerate(items)}, "tuple")
             if obj.label == "tuple" and isinstance(at, int) and not isinstance(at, bool) and at < 0:
                 at += len(obj.fields)  # t[-1]
             key = repr(idx.value) if obj.label == "dict" else str(at)
@@ -565,6 +722,8 @@ class ExprMixin:
                 return obj.fields[key]
         if isinstance(obj, FunctionVal):
             return obj  # kernel[grid]: the launcher is the kernel
+        if isinstance(obj, External) and obj.name in ANNOTATED:
+            return annotated(idx)
         if isinstance(obj, (External, ClassVal)):
             return obj  # typing generics, Optional[int]
         return _unknown_from("subscript of unknown", obj, idx)
@@ -604,10 +763,12 @@ class ExprMixin:
             return [(st, new_list(vals))]
         if all(isinstance(v, Const) for v in vals):
             items = [cast(Const, v).value for v in vals]
-            try:
-                made: Any = frozenset(items) if isinstance(node, ast.SetComp) else tuple(items)
-            except TypeError:
-                return [(st, Unknown("comprehension of unhashable items"))]
+            if isinstance(node, ast.SetComp):
+                try:
+                    return [(st, new_set(vals))]
+                except TypeError:
+                    return [(st, Unknown("comprehension of unhashable items"))]
+            made: Any = tuple(items)
             return [(st, Const(made, merge_origins(*vals)))]
         if isinstance(node, ast.SetComp):
             return [(st, Unknown("set of unknown items"))]
@@ -617,7 +778,7 @@ class ExprMixin:
 
     def _comprehend(self, st: PathState, node: ast.expr, gens: list[ast.comprehension],
                     out: list[object]) -> list[object] | Unknown:  # fmt: skip
-        from routescope.analysis.stmts import _iteration
+        from routescope.analysis.stmts import iteration
 
         if not gens:
             if isinstance(node, ast.DictComp):
@@ -633,7 +794,7 @@ class ExprMixin:
             return out
         gen = gens[0]
         it = self._one(st, gen.iter)
-        items = _iteration(it, st) if it is not None else None
+        items = iteration(it, st) if it is not None else None
         if items is None:
             return Unknown("comprehension over unknown items")
         if len(items) > SEQ_LIMIT:
@@ -657,8 +818,12 @@ class ExprMixin:
 
     def _one(self, st: PathState, node: ast.expr) -> Value | None:
         """`node`'s value when evaluating it keeps to this path (None when it forks)."""
+        frames, envs = len(st.frames), len(st.envs)
         res = self.ev(st, node)
         if len(res) != 1 or res[0][0] is not st:
+            # the forked paths are dropped; calls entered on `st` itself must not stay entered
+            del st.frames[frames:]
+            del st.envs[envs:]
             return None
         return res[0][1]
 
@@ -669,6 +834,17 @@ class ExprMixin:
         out = self.ev(st, node.value)
         for s, v in out:
             s.env[node.target.id] = v
+        return out
+
+    entering: list[int]  # frame depths of the context-manager generators being entered
+
+    def ev_Yield(self, st: PathState, node: ast.Yield) -> Paths:
+        if not self.entering or self.entering[-1] != len(st.frames):
+            return [(st, Unknown("a generator's yield"))]
+        out: Paths = []
+        for s, v in self.ev(st, node.value) if node.value is not None else [(st, Const(None))]:
+            s.yielded = v
+            out.append((s, Const(None)))  # what `send` gives back; the statement ends here
         return out
 
     def ev_Await(self, st: PathState, node: ast.Await) -> Paths:
@@ -696,6 +872,9 @@ class ExprMixin:
         """Evaluate a branch condition, record the Decision, fork when undecided."""
         out: list[tuple[PathState, bool]] = []
         for s, v in self.ev(st, test):
+            if s.raising is not None:  # the test raised: the statement ends with it
+                out.append((s, False))
+                continue
             t = truth_in(s, v)
             decision = self.make_decision(s, test, t, v)
             if t is None:
@@ -778,4 +957,5 @@ __all__ = [
     "seq_items",
     "snapshot",
     "truth_in",
+    "typing_call",
 ]  # fmt: skip

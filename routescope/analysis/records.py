@@ -35,6 +35,13 @@ def is_struct(cls: ClassVal) -> bool:
     return any(b in STRUCT_BASES for b in cls.external_bases())
 
 
+def closed_attributes(cls: ClassVal, name: str) -> bool:
+    """Whether `cls`'s external bases are known to give its instances no attribute `name`
+    (msgspec.Struct defines only dunders and __struct_* names): a lookup that the class and its
+    fields do not answer then raises AttributeError."""
+    return not name.startswith("__") and all(b in STRUCT_BASES for b in cls.external_bases())
+
+
 def is_dataclass(cls: ClassVal) -> bool:
     return any(d.endswith("dataclass") for c in cls.mro() for d in c.decorators)
 
@@ -63,6 +70,15 @@ class FieldDefault(Value):
         self.factory = factory
 
 
+def _evaluated(cls: ClassVal, name: str) -> Value:
+    """A field's annotation when it is already a value (defstruct's), else Unknown."""
+    for c in cls.mro():
+        ann = c.annotations.get(name)
+        if isinstance(ann, Value):
+            return ann
+    return Unknown(f"annotation of {name}")
+
+
 def _dict(items: dict[str, Value]) -> Instance:
     return Instance(None, {repr(k): v for k, v in items.items()}, "dict")
 
@@ -81,13 +97,16 @@ def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
             "name": Const(name),
             "default": default,
             "default_factory": factory,
-            "type": Unknown(f"annotation of {name}"),
+            "type": _evaluated(cls, name),
             "metadata": Unknown("field metadata"),
             "encode_name": Const(name),
         },
         "FieldInfo",
     )
 
+
+TYPE_HINTS = frozenset({"typing.get_type_hints", "typing_extensions.get_type_hints"})
+ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 
 # The calls `call` answers: the engine asks only for these names.
 NAMES = frozenset({
@@ -181,6 +200,7 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
     if items is None:
         return Unknown("msgspec.defstruct() of an unknown field list")
     attrs: dict[str, Value] = {}
+    annotations: dict[str, ast.expr | Value] = {}
     ns = kwargs.get("namespace")
     if isinstance(ns, Instance) and ns.label == "dict":
         for key, v in st.fields(ns).items():
@@ -196,6 +216,8 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
             return Unknown("msgspec.defstruct() field of unknown shape")
         fname = str(parts[0].value)
         attrs[f"{FIELD}{fname}"] = Const(fname)
+        if len(parts) >= 2:
+            annotations[fname] = parts[1]
         if len(parts) >= 3:
             attrs[fname] = parts[2]
         else:
@@ -207,7 +229,7 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
         bases = (*extra, *bases)
     where = kwargs.get("module")
     home = str(where.value) if isinstance(where, Const) and where.value else module or "msgspec"
-    return ClassVal(f"{home}:{name.value}", None, None, bases, attrs)
+    return ClassVal(f"{home}:{name.value}", None, None, bases, attrs, annotations=annotations)
 
 
 def _parts(item: Value, st: PathState) -> list[Value] | None:
@@ -223,10 +245,7 @@ def _parts(item: Value, st: PathState) -> list[Value] | None:
 
 
 def class_attribute(cls: ClassVal, name: str) -> Value | None:
-    """`__annotations__` and `__dict__` of a class, as the engine keeps it."""
-    if name == "__annotations__":
-        own = [k[len(FIELD) :] for k in cls.attrs if k.startswith(FIELD)]
-        return _dict({n: Unknown(f"annotation of {n}") for n in own})
+    """`__dict__` of a class, as the engine keeps it (the engine answers `__annotations__`)."""
     if name == "__dict__":
         return class_vars(cls)
     return None

@@ -74,6 +74,12 @@ class PathState:
     heap_objs: dict[int, Instance] = field(default_factory=dict)  # keeps ids alive
     stopped: str = ""  # a budget overrun or dead end: the path's reason for ending early
     assumptions: list[str] = field(default_factory=list)
+    # an exception a call raised that a handler up the stack may catch: the statement that
+    # made the call ends with it (the rest of the statement is not evaluated)
+    raising: Value | None = None
+    # what a generator yielded: the statement that yielded ends its function with it (only a
+    # context manager's generator is run, up to its yield)
+    yielded: Value | None = None
 
     def fork(self) -> PathState:
         return PathState(
@@ -88,6 +94,8 @@ class PathState:
             heap_objs=dict(self.heap_objs),
             stopped=self.stopped,
             assumptions=list(self.assumptions),
+            raising=self.raising,
+            yielded=self.yielded,
         )
 
     @property

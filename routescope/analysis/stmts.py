@@ -13,7 +13,9 @@ from routescope.analysis.interp import (
     ExprMixin,
     is_dict,
     is_list,
+    is_set,
     seq_items,
+    set_items,
     truth_in,
 )
 from routescope.analysis.state import PathState
@@ -196,6 +198,8 @@ class StmtMixin(ExprMixin):
         raise NotImplementedError
 
     ctx: list[Any]
+    # the handlers of the try statements whose bodies are running, innermost last
+    catching: list[list[ast.ExceptHandler]]
 
     def exec_block(self, st: PathState, body: list[ast.stmt]) -> list[Outcome]:
         live: list[PathState] = [st]
@@ -203,6 +207,9 @@ class StmtMixin(ExprMixin):
         for stmt in body:
             nxt: list[PathState] = []
             for s in live:
+                if s.raising is not None:  # raised inside the previous statement's test
+                    done.append(_raised(s))
+                    continue
                 for s2, kind, val in self.exec_stmt(s, stmt):
                     if s2.stopped and kind != "stop":
                         done.append((s2, "stop", Unknown(s2.stopped)))
@@ -227,7 +234,8 @@ class StmtMixin(ExprMixin):
         if method is None:
             return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track
         result: list[Outcome] = method(st, node)
-        return result
+        return [_raised(s) if s.raising is not None else _yielded(s) if s.yielded is not None
+                else (s, k, v) for s, k, v in result]  # fmt: skip
 
     def ex_Expr(self, st: PathState, node: ast.Expr) -> list[Outcome]:
         return [(s, "normal", None) for s, _ in self.ev(st, node.value)]
@@ -350,26 +358,14 @@ class StmtMixin(ExprMixin):
                 out.append((s, "normal", None))
         return out
 
-    def ex_With(self, st: PathState, node: ast.With) -> list[Outcome]:
-        live = [st]
-        for item in node.items:
-            nxt = []
-            for s in live:
-                for s2, _v in self.ev(s, item.context_expr):
-                    if item.optional_vars is not None:
-                        self.assign(s2, item.optional_vars, Unknown("context manager value"))
-                    nxt.append(s2)
-            live = nxt
-        out: list[Outcome] = []
-        for s in live:
-            out.extend(self.exec_block(s, node.body))
-        return out
-
-    ex_AsyncWith = ex_With
-
     def ex_Try(self, st: PathState, node: ast.Try) -> list[Outcome]:
         out: list[Outcome] = []
-        for s, kind, val in self.exec_block(st, node.body):
+        self.catching.append(node.handlers)
+        try:
+            body = self.exec_block(st, node.body)
+        finally:
+            self.catching.pop()
+        for s, kind, val in body:
             if kind == "raise":
                 handled = False
                 for h in node.handlers:
@@ -390,6 +386,9 @@ class StmtMixin(ExprMixin):
         if node.finalbody:
             final: list[Outcome] = []
             for s, kind, val in out:
+                if kind == "yield":  # suspended inside the try: its finally runs at exit
+                    final.append((s, kind, val))
+                    continue
                 for s2, k2, v2 in self.exec_block(s, node.finalbody):
                     final.append(
                         (s2, kind if k2 == "normal" else k2, val if k2 == "normal" else v2)
@@ -423,7 +422,10 @@ class StmtMixin(ExprMixin):
     def ex_For(self, st: PathState, node: ast.For) -> list[Outcome]:
         out: list[Outcome] = []
         for s, it in self.ev(st, node.iter):
-            items = _iteration(it, s)
+            if s.raising is not None:
+                out.append(_raised(s))
+                continue
+            items = iteration(it, s)
             if items is None or len(items) > SEQ_LIMIT:
                 out.extend(self._havoc_loop(s, node))
                 continue
@@ -490,7 +492,7 @@ class StmtMixin(ExprMixin):
         # lists the body changes hold an unknown number of changes after it
         before = {k: st.fields(o) for k, o in st.heap_objs.items() if is_list(o)}
         for s, kind, val in self.exec_block(st, node.body):
-            if kind in ("return", "raise", "stop"):
+            if kind in ("return", "raise", "stop", "yield"):
                 out.append((s, kind, val))
                 continue
             if merged is None:  # the iterations that fall through collapse into one path
@@ -504,6 +506,18 @@ class StmtMixin(ExprMixin):
                     merged.env[sub.id] = Unknown(f"assigned in the loop at line {node.lineno}")
             out.append((merged, "normal", None))
         return out
+
+
+def _raised(st: PathState) -> Outcome:
+    """A path whose call raised an exception a handler may catch: it ends its statement."""
+    exc, st.raising = st.raising, None
+    return (st, "raise", exc)
+
+
+def _yielded(st: PathState) -> Outcome:
+    """A context manager's generator reached its yield: the function stops there."""
+    value, st.yielded = st.yielded, None
+    return (st, "yield", value)
 
 
 def _same_view(a: dict[str, Value], b: dict[str, Value]) -> bool:
@@ -531,11 +545,13 @@ def _unpacked(v: Value) -> Value:
     return Unknown("unpacked from an unknown value")
 
 
-def _iteration(v: Value, st: PathState) -> list[Value] | None:
+def iteration(v: Value, st: PathState) -> list[Value] | None:
     if isinstance(v, Const) and isinstance(v.value, (tuple, list, frozenset, set, str, range)):
         return [Const(x, v.origins) for x in ordered(v.value)]
     if isinstance(v, Instance) and v.label in ("tuple", "list"):
         return seq_items(st, v)
+    if is_set(v):
+        return set_items(st, v)
     if isinstance(v, Instance) and v.cls is None and v.label == "dict":
         f = st.fields(v)
         if LIST_UNKNOWN in f:

@@ -60,6 +60,17 @@ class Unknown(Value):
         return f"Unknown({self.reason!r})"
 
 
+class AtLeast(Unknown):
+    """An integer known only from below (the tokens in a decode batch: at least one), so
+    comparisons with constants below the bound are decided."""
+
+    __slots__ = ("low",)
+
+    def __init__(self, low: int, reason: str, origins: tuple[str, ...] = ()) -> None:
+        super().__init__(reason, origins, truthy=True if low > 0 else None)
+        self.low = low
+
+
 class Tensor(Value):
     """An abstract tensor: only the facts that guards look at, and which sink produced it
     (the first routing kernel that wrote it, directly or in place)."""
@@ -117,6 +128,8 @@ class FunctionVal(Value):
     bound: Value | None = None
     owner: ClassVal | None = None
     closure: dict[str, Value] | None = None
+    # a nested function's parameter defaults, evaluated where it was defined (as Python does)
+    defaults: dict[str, Value] | None = None
 
     def __post_init__(self) -> None:
         Value.__init__(self)
@@ -127,7 +140,7 @@ class FunctionVal(Value):
     def bind(self, receiver: Value) -> FunctionVal:
         return FunctionVal(
             self.qualname, self.node, self.module, self.decorators, receiver, self.owner,
-            self.closure,
+            self.closure, self.defaults,
         )  # fmt: skip
 
 
@@ -140,6 +153,8 @@ class ClassVal(Value):
     attrs: dict[str, Value] = field(default_factory=dict)
     decorators: tuple[str, ...] = ()
     is_enum: bool = False
+    # a field's annotation: its expression until typing.get_type_hints asks, then its value
+    annotations: dict[str, ast.expr | Value] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         Value.__init__(self)
