@@ -18,6 +18,7 @@ from routescope.analysis.model import ModelSite, find_block, find_model_class
 from routescope.analysis.state import PathState
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
 from routescope.analysis.values import (
+    AtLeast,
     ClassVal,
     Const,
     EnumMember,
@@ -57,8 +58,18 @@ def _config_instance(spec: RoutingSpec) -> Instance:
     for key, value in spec.config_view.items():
         prov = spec.config_view_origin.get(key)
         origin = prov.describe() if prov else "config"
-        fields[key] = Const(value, (origin,)) if _literal(value) else Unknown(f"config.{key}")
+        fields[key] = _config_value(value, origin, key)
     return Instance(None, fields, "config")
+
+
+def _config_value(value: Any, origin: str, key: str) -> Value:
+    if _literal(value):
+        return Const(value, (origin,))
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        # a nested table (rope_scaling, quantization_config): a dict the framework reads
+        return Instance(None, {repr(k): _config_value(v, origin, f"{key}.{k}")
+                               for k, v in value.items()}, "dict")  # fmt: skip
+    return Unknown(f"config.{key}")
 
 
 def _literal(v: Any) -> bool:
@@ -130,6 +141,7 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment,
             if stopped:
                 notes.append(f"server-argument step {step} did not finish: {stopped}")
                 unsettled = True
+            _commit_agreed([s for s, _ in outs], inst)  # what the step wrote on other objects
             inst = _settle(inst, [s for s, _ in outs], notes, step)
         for fn_name in sa_rules.get("install", []):
             if unsettled:  # publishing half-resolved arguments would resolve them again
@@ -160,7 +172,7 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment,
 # Each phase gets its own share of time, so a slow one ends Unknown without starving the rest.
 # Evaluation steps per phase (about 30k steps a second here): a phase that needs more ends
 # Unknown, deterministically, and the next phase starts with its own allowance.
-PHASE_STEPS = {"server_args": 200_000, "model": 120_000, "block": 120_000, "trace": 250_000}
+PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 120_000, "trace": 250_000}
 
 
 def _phase(engine: Engine, steps: int, what: str, run: Any, record_inputs: bool = False,
@@ -293,32 +305,91 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
     ]
 
 
-def _run_model_init(engine: Engine, site: ModelSite, values: dict[str, Value],
-                    notes: list[str]) -> None:  # fmt: skip
+def _run_model_init(engine: Engine, rules: FrameworkRules, site: ModelSite,
+                    values: dict[str, Value], notes: list[str]) -> None:  # fmt: skip
     """Run the model class's own __init__ for its side effects (SGLang 0.5.9 decides shared-
-    expert fusion there and writes it into the server arguments), without building its body."""
+    expert fusion there and writes it into the server arguments), without building its body.
+    When the rules name the framework's model loader, the loader builds it: what the loader
+    sets up around the construction (0.5.23's shared-expert layout) is the world the MoE block
+    is then built in."""
     chain = [resolve_entry(engine, q) for q in site.chain[1:]]
     engine.not_built = {c for c in chain if isinstance(c, ClassVal)} | {site.block_class}
     engine.only_module = site.model_class
+    loader_rule = rules.data["models"].get("loader")
+    loader = resolve_entry(engine, loader_rule["function"]) if loader_rule else None
+    captured: list[PathState] = []
+
+    def build(st: PathState, args: list[Value], kwargs: dict[str, Value], node: Any) -> Any:
+        del engine.construct_hooks[site.model_class]
+        try:
+            outs = engine.call(st, site.model_class, args, kwargs, node)
+        finally:
+            engine.construct_hooks[site.model_class] = build
+        captured.extend(s.fork() for s, _ in outs)  # the world while the model is built
+        return outs
+
     try:
-        kwargs = _init_kwargs(site.model_class, values)
-        outs = _phase(
-            engine,
-            PHASE_STEPS["model"],
-            "the model's constructor",
-            lambda: engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None),
-        )
-        stopped = [s.stopped for s, _ in outs if s.stopped]
-        if stopped:
-            notes.append(f"the model's constructor did not finish: {stopped[0]}")
+        if isinstance(loader, FunctionVal) and loader_rule:
+            args = {k: engine.rule_value(text, loader) for k, text in loader_rule["args"].items()}
+            engine.construct_hooks[site.model_class] = build
+            outs = _phase(
+                engine,
+                PHASE_STEPS["model"],
+                f"the model loader {loader.qualname}",
+                lambda: engine.call(PathState(envs=[{}]), loader, [], args, None),
+            )
+            if not captured:
+                stopped = next((s.stopped for s, _ in outs if s.stopped), "")
+                notes.append(f"the model loader did not build {site.model_class.qualname}"
+                             + (f": {stopped}" if stopped else ""))  # fmt: skip
+        else:
+            kwargs = _init_kwargs(site.model_class, values)
+            outs = _phase(
+                engine,
+                PHASE_STEPS["model"],
+                "the model's constructor",
+                lambda: engine.call(PathState(envs=[{}]), site.model_class, [], kwargs, None),
+            )
+            captured = [s for s, _ in outs]
+        overran = [s.stopped for s in captured if s.stopped]
+        if overran:
+            notes.append(f"the model's constructor did not finish: {overran[0]}")
+        finished = [s for s in captured if not s.stopped]
         server_args = engine.facts.bindings.get("server_args")
         if isinstance(server_args, Instance):
-            _settle(
-                server_args, [s for s, _ in outs if not s.stopped], notes, "the model's constructor"
-            )
+            _settle(server_args, finished, notes, "the model's constructor")
+        _commit_agreed(finished, server_args)
     finally:
+        engine.construct_hooks.pop(site.model_class, None)
         engine.not_built = set()
         engine.only_module = None
+
+
+def _commit_agreed(states: list[PathState], skip: Value | None) -> None:
+    """Make what the model's construction wrote on objects their own, for the block built next:
+    a field every path agrees on keeps its value, one they disagree on becomes Unknown."""
+    if not states:
+        return
+    keys = dict.fromkeys(k for s in states for k in s.heap)
+    for key in keys:
+        obj = next(s.heap_objs[key] for s in states if key in s.heap_objs)
+        if obj is skip:
+            continue  # the server arguments are settled with their own notes
+        views = [s.fields(obj) for s in states]
+        merged: dict[str, Value] = {}
+        for name in dict.fromkeys(n for v in views for n in v):
+            vals = [v.get(name) for v in views]
+            first = vals[0]
+            same = all(v is first for v in vals) or all(
+                isinstance(v, Const)
+                and isinstance(first, Const)
+                and repr(v.value) == repr(first.value)
+                for v in vals
+            )
+            merged[name] = first if same and first is not None else \
+                Unknown("differs between the paths that built the model")  # fmt: skip
+        obj.fields.clear()
+        obj.fields.update(merged)
 
 
 def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
@@ -369,7 +440,10 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         "layer_id": Const(layer, ("first MoE layer",)),
         "prefix": Const(f"model.layers.{layer}.mlp"),
     }
-    _run_model_init(engine, site, values, notes)
+    facts.bindings["model_class"] = model_cls
+    facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
+    facts.bindings["quant_config"] = quant_config
+    _run_model_init(engine, rules, site, values, notes)
     built = _build_block(engine, site, values, router_cls)
     paths: list[TracedPath] = []
     router_state: RouterState | None = None
@@ -382,7 +456,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
         logits = Tensor(
-            (Unknown("tokens in the batch"), Const(n, ("routed experts",))), "torch.float32"
+            (AtLeast(1, "tokens in the batch"), Const(n, ("routed experts",))), "torch.float32"
         )
         engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
         engine.tracing = True
