@@ -16,12 +16,14 @@ from routescope.analysis.index import Index
 from routescope.analysis.interp import Budget, BudgetExceeded
 from routescope.analysis.model import ModelSite, find_block, find_model_class
 from routescope.analysis.state import PathState
+from routescope.analysis.stmts import join_values
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
 from routescope.analysis.values import (
     AtLeast,
     ClassVal,
     Const,
     EnumMember,
+    External,
     FunctionVal,
     Instance,
     Tensor,
@@ -59,6 +61,15 @@ def _config_instance(spec: RoutingSpec) -> Instance:
         prov = spec.config_view_origin.get(key)
         origin = prov.describe() if prov else "config"
         fields[key] = _config_value(value, origin, key)
+    # transformers' PretrainedConfig turns the dtype string into a torch.dtype and answers to
+    # both names (`dtype`, and the older `torch_dtype`)
+    for key in ("dtype", "torch_dtype"):
+        v = fields.get(key)
+        if isinstance(v, Const) and isinstance(v.value, str) and v.value.isidentifier():
+            dtype = External(f"torch.{v.value}", v.origins)
+            fields.setdefault("dtype", dtype)
+            fields.setdefault("torch_dtype", dtype)
+            fields["dtype" if key == "dtype" else "torch_dtype"] = dtype
     return Instance(None, fields, "config")
 
 
@@ -253,6 +264,22 @@ def _router_state(st: PathState, router: Value) -> RouterState | None:
     return RouterState(settings)
 
 
+def _merge_router_states(a: RouterState | None, b: RouterState | None) -> RouterState | None:
+    """The router settings over every way the block was built: one the builds disagree on is
+    unknown, never the first build's guess."""
+    if a is None or b is None:
+        return a or b
+    merged = dict(a.settings)
+    for key, (value, origins) in b.settings.items():
+        old = merged.get(key)
+        if old is not None and old[0] != value:
+            merged[key] = (f"unknown (differs between the ways the block was built: {old[0]} or "
+                           f"{value})", tuple(dict.fromkeys((*old[1], *origins))))  # fmt: skip
+        elif old is None:
+            merged[key] = (value, origins)
+    return RouterState(merged)
+
+
 def _find_router(
     st: PathState, obj: Value, router_cls: ClassVal, depth: int = 3
 ) -> Instance | None:
@@ -331,6 +358,11 @@ def _run_model_init(engine: Engine, rules: FrameworkRules, site: ModelSite,
     try:
         if isinstance(loader, FunctionVal) and loader_rule:
             args = {k: engine.rule_value(text, loader) for k, text in loader_rule["args"].items()}
+            if "default_dtype" in loader_rule:  # what the loader builds the model under
+                engine.facts.bindings.update(args)
+                dtype = engine.rule_value(loader_rule["default_dtype"], loader)
+                if isinstance(dtype, External) and dtype.name.startswith("torch."):
+                    engine.default_dtype = dtype.name
             engine.construct_hooks[site.model_class] = build
             outs = _phase(
                 engine,
@@ -366,8 +398,9 @@ def _run_model_init(engine: Engine, rules: FrameworkRules, site: ModelSite,
 
 
 def _commit_agreed(states: list[PathState], skip: Value | None) -> None:
-    """Make what the model's construction wrote on objects their own, for the block built next:
-    a field every path agrees on keeps its value, one they disagree on becomes Unknown."""
+    """Make what a phase wrote on objects their own, for the phases after it: a field every
+    path agrees on keeps its value, objects of one kind join field by field, the rest become
+    Unknown."""
     if not states:
         return
     keys = dict.fromkeys(k for s in states for k in s.heap)
@@ -376,18 +409,11 @@ def _commit_agreed(states: list[PathState], skip: Value | None) -> None:
         if obj is skip:
             continue  # the server arguments are settled with their own notes
         views = [s.fields(obj) for s in states]
-        merged: dict[str, Value] = {}
-        for name in dict.fromkeys(n for v in views for n in v):
-            vals = [v.get(name) for v in views]
-            first = vals[0]
-            same = all(v is first for v in vals) or all(
-                isinstance(v, Const)
-                and isinstance(first, Const)
-                and repr(v.value) == repr(first.value)
-                for v in vals
-            )
-            merged[name] = first if same and first is not None else \
-                Unknown("differs between the paths that built the model")  # fmt: skip
+        why = "differs between the paths that built the model"
+        merged = {
+            name: join_values([v.get(name) for v in views], states, why)
+            for name in dict.fromkeys(n for v in views for n in v)
+        }  # objects of one kind made on each path join field by field
         obj.fields.clear()
         obj.fields.update(merged)
 
@@ -452,7 +478,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
             why = router.reason if isinstance(router, Unknown) else "the block built no router"
             paths.append(TracedPath((), (), None, "stop", "", why, (), tuple(bst.decisions)))
             continue
-        router_state = router_state or _router_state(bst, router)
+        router_state = _merge_router_states(router_state, _router_state(bst, router))
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
         logits = Tensor(

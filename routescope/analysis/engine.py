@@ -150,7 +150,13 @@ class Engine(StmtMixin):
         self.only_module: ClassVal | None = None
         self.tracing = False  # set while the router's decode forward is traced
         self.catching: list[list[ast.ExceptHandler]] = []
+        self._reads: dict[str, frozenset[str]] = {}
+        # objects some constructor of which was not run (opaque, or built separately): their
+        # missing attributes are unknown, not absent
+        self._unbuilt: set[int] = set()
         self.entering: list[int] = []
+        # torch's default dtype while the model is built (the loader's set_default_torch_dtype)
+        self.default_dtype: str | None = None
         # classes whose construction a phase takes over (the model class while the framework's
         # own loader builds it): called with the path, the arguments and the call node
         self.construct_hooks: dict[ClassVal, Any] = {}
@@ -250,9 +256,12 @@ class Engine(StmtMixin):
                 if isinstance(val, _ImportFailure):
                     return [(st, "raise", val.exc)]
                 st.env[alias.asname or top] = val
+                self._for_side_effects(alias.name, alias.asname or alias.name)
             return [(st, "normal", None)]
         base = self._absolute(node)
         for alias in node.names:
+            if alias.name != "*":
+                self._for_side_effects(f"{base}.{alias.name}", alias.asname or alias.name)
             if alias.name == "*":
                 mod = self.load_module(base) if self.index.has_module(base) else None
                 if mod is not None:
@@ -263,6 +272,49 @@ class Engine(StmtMixin):
                 return [(st, "raise", val.exc)]
             st.env[alias.asname or alias.name] = val
         return [(st, "normal", None)]
+
+    def _partly_built(self, obj: Instance) -> None:
+        self._unbuilt.add(id(obj))
+        self._memo_keep.append(obj)  # keeps the id its own
+
+    def _for_side_effects(self, module: str, bound: str) -> None:
+        """A module-level import of a framework module whose name the importing module never
+        reads is there for what running the module does (registering into a registry, as
+        `import pkg.plugins  # noqa: F401` does): run it now, as Python does. Other imports
+        stay lazy: their module runs when a name from it is first read."""
+        if not self.ctx or not self.ctx[-1].function.endswith(":<module>"):
+            return
+        importer = self.ctx[-1].module.name
+        if module in self.modules or not self.index.has_module(module):
+            return
+        if bound in self._names_read(importer):
+            return
+        self.load_module(module)
+
+    def _names_read(self, module: str) -> frozenset[str]:
+        """The names and dotted attribute paths (a, a.b, a.b.c) a module's code reads."""
+        got = self._reads.get(module)
+        if got is None:
+            info = self.index.module(module)
+            names: set[str] = set()
+            for sub in ast.walk(info.tree) if info is not None and info.tree is not None else ():
+                if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+                elif isinstance(sub, ast.Attribute):
+                    parts: list[str] = []
+                    cur: ast.expr = sub
+                    while isinstance(cur, ast.Attribute):
+                        parts.append(cur.attr)
+                        cur = cur.value
+                    if isinstance(cur, ast.Name):
+                        chain = [cur.id, *reversed(parts)]
+                        names.update(".".join(chain[: i + 1]) for i in range(len(chain)))
+                elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                    names.update(
+                        n.strip() for n in sub.value.split(",") if n.strip().isidentifier()
+                    )
+            got = self._reads[module] = frozenset(names)
+        return got
 
     def _absolute(self, node: ast.ImportFrom) -> str:
         if not node.level:
@@ -389,10 +441,14 @@ class Engine(StmtMixin):
                     return [(st, found.bind(obj))]
                 if found is not None:
                     return [(st, found)]
+                if name in _REGISTERS and any(b in _MODULE_BASES for b in obj.cls.external_bases()):
+                    return [(st, _Register(obj))]  # self.register_buffer("bias", t): a field
                 getattr_hook = obj.cls.lookup("__getattr__") if hook else None
                 if isinstance(getattr_hook, FunctionVal) and not name.startswith("__"):
                     return self.call(st, getattr_hook.bind(obj), [Const(name)], {}, None)
-                if obj.cls.external_bases() and not records.closed_attributes(obj.cls, name):
+                if obj.cls.external_bases() and (
+                    id(obj) in self._unbuilt or not records.closed_attributes(obj.cls, name)
+                ):
                     return [
                         (
                             st,
@@ -617,6 +673,9 @@ class Engine(StmtMixin):
             shape = fn.tensor.shape
             if fn.name == "dim" and shape is not None and not args:
                 return [(st, Const(len(shape)))]
+            stride = _stride(fn.tensor, args) if fn.name == "stride" else None
+            if stride is not None:
+                return [(st, stride)]
             if fn.name == "size" and shape is not None and len(args) == 1 and \
                     isinstance(args[0], Const) and isinstance(args[0].value, int) and \
                     -len(shape) <= args[0].value < len(shape):  # fmt: skip
@@ -624,13 +683,18 @@ class Engine(StmtMixin):
             made = fn.tensor.made_at or self._made_at(node)
             same = fn.name in _SAME_SHAPE  # elementwise and dtype changes keep the shape
             dtype = _METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in _SAME_DTYPE else None)
+            flat = fn.name == "contiguous" or (fn.tensor.contiguous and fn.name in _SAME_SHAPE)
             return [(st, Tensor(shape if same else None, dtype,
                                 producer=_producer_of([fn.tensor, *args], st.claims),
-                                made_at=made))]  # fmt: skip
+                                made_at=made, contiguous=flat))]  # fmt: skip
         if isinstance(fn, _DictMethod):
             return [(st, fn.call(st, args, kwargs))]
         if isinstance(fn, _ListMethod):
             return [(st, fn.call(self, st, args, kwargs))]
+        if isinstance(fn, _Register):
+            if len(args) >= 2 and isinstance(args[0], Const) and isinstance(args[0].value, str):
+                st.write(fn.target, args[0].value, args[1])
+            return [(st, Const(None))]
         if isinstance(fn, _SetMethod):
             return [(st, fn.call(st, [snapshot(st, a) for a in args]))]
         if isinstance(fn, _Partial):
@@ -843,7 +907,11 @@ class Engine(StmtMixin):
         if name in _PARAMETER and args and isinstance(args[0], Tensor):
             return [(st, args[0])]  # a parameter is its data
         if name in _FACTORIES:
-            return [(st, _made_tensor(name, args, kwargs, self._made_at(node)))]
+            made = _made_tensor(name, args, kwargs, self._made_at(node))
+            made.dtype = made.dtype or self.default_dtype
+            return [(st, made)]
+        if name == "torch.get_default_dtype" and self.default_dtype:
+            return [(st, External(self.default_dtype))]
         if name.startswith("torch.") or name.startswith("triton"):
             inherited = _producer_of([*args, *kwargs.values()], st.claims)
             return [(st, Tensor(producer=inherited, made_at=self._made_at(node)))]
@@ -1014,6 +1082,7 @@ class Engine(StmtMixin):
             and cls is not self.only_module
             and any(b in _MODULE_BASES for b in cls.external_bases())
         ):
+            self._partly_built(inst)
             return [(st, inst)]  # built separately (the model body while running the model's init)
         if (
             any(
@@ -1202,6 +1271,8 @@ class Engine(StmtMixin):
         if summary is not None:
             return [(s, "return", v) for s, v in self._summary(st, fn, summary)]
         if self.facts.is_opaque(fn.qualname):
+            if fn.qualname.endswith(".__init__") and isinstance(fn.bound, Instance):
+                self._partly_built(fn.bound)  # what that constructor sets is not known
             return [(st, "return", Unknown(f"{fn.qualname} is not entered"))]
         if len(st.frames) >= self.budget.max_depth:
             st.stopped = f"call depth {self.budget.max_depth} exceeded at {fn.qualname}"
@@ -1404,7 +1475,22 @@ def _made_tensor(name: str, args: list[Value], kwargs: dict[str, Value], made: A
         dims = [first]
     dtype = kwargs.get("dtype")
     dname = _torch_dtype_name(dtype) if dtype is not None else None
-    return Tensor(tuple(dims) if dims is not None else None, dname, made_at=made)
+    return Tensor(tuple(dims) if dims is not None else None, dname, made_at=made, contiguous=True)
+
+
+def _stride(t: Tensor, args: list[Value]) -> Value | None:
+    """t.stride(i) of a row-major tensor of known trailing sizes."""
+    if not t.contiguous or t.shape is None or len(args) != 1 or not isinstance(args[0], Const):
+        return None
+    i = args[0].value
+    if not isinstance(i, int) or not -len(t.shape) <= i < len(t.shape):
+        return None
+    step = 1
+    for d in t.shape[i % len(t.shape) + 1 :]:
+        if not (isinstance(d, Const) and isinstance(d.value, int)):
+            return None
+        step *= d.value
+    return Const(step)
 
 
 def _torch_dtype_name(v: Value) -> str | None:
@@ -1562,7 +1648,7 @@ def _all_known(exc: Value | None) -> bool:
 
 
 # torch namespaces whose calls answer questions about the platform rather than make tensors
-_MODULE_BASES = {"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"}
+_MODULE_BASES = records.MODULE_BASES
 _PATH_TYPES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath"}
 _FS_QUERIES = {"os.path.exists": "exists", "os.path.isfile": "file", "os.path.isdir": "dir",
                "os.path.lexists": "exists"}  # fmt: skip
@@ -1730,6 +1816,17 @@ class _DictMethod(Value):
                      for i, (k, v) in enumerate(f.items())}  # fmt: skip
             return Instance(None, pairs, "tuple")
         return Unknown(f"dict.{self.name}()")
+
+
+_REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module"}
+
+
+class _Register(Value):
+    """nn.Module.register_buffer / register_parameter / add_module of a module instance."""
+
+    def __init__(self, target: Instance) -> None:
+        super().__init__()
+        self.target = target
 
 
 class _SetMethod(Value):

@@ -75,13 +75,15 @@ class Tensor(Value):
     """An abstract tensor: only the facts that guards look at, and which sink produced it
     (the first routing kernel that wrote it, directly or in place)."""
 
-    __slots__ = ("dtype", "made_at", "producer", "shape")
+    __slots__ = ("contiguous", "dtype", "made_at", "producer", "shape")
 
     def __init__(self, shape: tuple[Value, ...] | None = None, dtype: str | None = None,
-                 producer: Any = None, made_at: Any = None) -> None:  # fmt: skip
+                 producer: Any = None, made_at: Any = None,
+                 contiguous: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.shape = shape
         self.dtype = dtype
+        self.contiguous = contiguous  # known to be laid out row-major (a fresh tensor)
         self.producer = producer
         # (function, file, line) of the framework code whose torch ops computed it, when no
         # routing kernel did: plain torch routing (a custom routing function) is still a sink
