@@ -53,5 +53,9 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
         assert (sink["name"], sink["kind"]) == (case["sink"], case["kind"])
     if "router_top_k" in case:
         assert dispatch["router"]["top_k"]["value"] == str(case["router_top_k"])
+    for setting in ("output_format", "runner_backend"):  # enum members: compare by name
+        if setting in case:
+            got = dispatch["router"][setting]["value"].rsplit(".", 1)[-1]
+            assert got == case[setting], (setting, got)
     for condition in case.get("decisive", []):
         assert condition in _failing_parts(path), f"{condition!r} is not a failing guard"
