@@ -33,6 +33,37 @@ def test_disabling_shared_expert_fusion_changes_top_k_and_kernel() -> None:
 
 
 @pytest.mark.network
+def test_disabling_shared_expert_fusion_on_0_5_23_moves_the_router_branch() -> None:
+    """GLM-5 on SM120, SGLang 0.5.23: the loader's shared-expert layout (resolve_shared_experts_
+    config) puts a shared slot in the router (top-k 9), which admits the Triton gate through
+    `_jit_gate_ok` (topk > 8). With --set disable_shared_experts_fusion=true the router takes
+    top-k 8, `_jit_gate_ok` fails and the ungrouped-sigmoid branch (num_fused_shared_experts
+    == 0) routes instead: the same Triton kernel, reached by another guard."""
+    glm5 = str(CONFIGS / "zai-org--GLM-5.json")
+    fused = _dispatch(glm5, "0.5.23", "sm120")
+    plain = _dispatch(
+        glm5, "0.5.23", "sm120", server_args={"disable_shared_experts_fusion": "true"}
+    )
+    assert (fused["status"], plain["status"]) == ("selected", "selected")
+    assert fused["router"]["top_k"]["value"] == "9"  # type: ignore[index]
+    assert plain["router"]["top_k"]["value"] == "8"  # type: ignore[index]
+
+    def decided(d: dict[str, object]) -> dict[str, bool]:
+        (path,) = d["paths"]  # type: ignore[misc]
+        return {x["condition"]: x["value"] for x in path["decisions"]  # type: ignore[index]
+                if x["file"].endswith("layers/moe/topk.py")}  # fmt: skip
+
+    assert decided(fused)["_jit_gate_ok"] is True
+    assert decided(plain)["_jit_gate_ok"] is False
+    ungrouped = next(c for c in decided(plain) if "num_fused_shared_experts == 0" in c
+                     and "num_experts <= 512" in c)  # fmt: skip
+    assert decided(plain)[ungrouped] is True and ungrouped not in decided(fused)
+    for d in (fused, plain):
+        sink = d["paths"][0]["sink"]  # type: ignore[index]
+        assert sink["name"] == "sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel"
+
+
+@pytest.mark.network
 def test_custom_routing_function_in_plain_torch_is_the_sink() -> None:
     """Phi-3.5-MoE routes with sparsemixer, a custom routing function of torch ops."""
     d = _dispatch(str(CONFIGS / "microsoft--Phi-3.5-MoE-instruct.json"), "0.5.9", "sm120")

@@ -1,4 +1,4 @@
-"""`routescope check` end to end on real SGLang wheels (0.5.9, 0.5.12): lock, rules, exit codes."""
+"""`routescope check` end to end on real SGLang wheels (0.5.9 to 0.5.23): lock, rules, exits."""
 
 from __future__ import annotations
 
@@ -47,6 +47,43 @@ def test_lock_from_0_5_12_fails_on_0_5_9_and_names_the_change(
     )
     assert "note: routescope.lock was recorded with sglang==0.5.12; checking sglang==0.5.9" in out
     assert (tmp_path / "routescope.lock").read_text() == lock  # a check never rewrites the lock
+
+
+def test_lock_from_0_5_23_fails_on_0_5_9_triton_router_to_torch_compile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GLM-5 on SM120: 0.5.23 routes in the Triton gate (its `_jit_gate_ok` admits the fused
+    shared slot, top-k 9); 0.5.9 falls back to the torch.compile'd biased_grouped_topk_impl."""
+    path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.23", ["sm120"]))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.OK, out
+    lock = (tmp_path / "routescope.lock").read_text()
+    assert 'sink = "sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel"' in lock
+    assert 'sink_kind = "triton"' in lock and 'top_k = "9"' in lock
+
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.OK, out  # same version: same path
+
+    path.write_text(path.read_text().replace("0.5.23", "0.5.9"))
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.CHECK_FAILED, out
+    assert (
+        "path changed: sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel (triton) -> "
+        "sglang.srt.layers.moe.topk:biased_grouped_topk_impl (torch_compile)"
+    ) in out
+    assert "sink_kind: triton -> torch_compile" in out
+    assert "only before (sglang==0.5.23): _jit_gate_ok -> true" in out  # the decisive guards
+    assert "note: routescope.lock was recorded with sglang==0.5.23; checking sglang==0.5.9" in out
+
+
+def test_forbidden_torch_compile_passes_glm5_on_0_5_23(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rules = 'forbid_sink_kinds = ["torch_compile"]\n'
+    path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.23", ["sm120"], rules))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.OK, out
+    assert "forbid-sink-kinds" not in out or "FAIL" not in out
 
 
 def test_forbidden_torch_compile_fails_glm5_on_0_5_9(
@@ -151,8 +188,9 @@ def test_outputs_are_byte_identical_across_runs(
 def test_unsupported_version_never_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """0.5.20 and later give provisional/unknown paths today: exit 2 (or 1 when required)."""
-    text = policy_text([GLM5], "sglang==0.5.23", ["sm120"], "require_selected_path = false\n")
+    """A release no case confirms (0.5.22, between two validated ones) gives a provisional
+    path: exit 2 (or 1 when a selected path is required)."""
+    text = policy_text([GLM5], "sglang==0.5.22", ["sm120"], "require_selected_path = false\n")
     path = write_policy(tmp_path, text)
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
     assert code == ExitCode.ERROR, out
