@@ -122,6 +122,10 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         "undecided": list(undecided.values()),
         "incomplete": list(d.incomplete),
         "notes": list(d.notes),
+        "server_args": {
+            name: {"value": value, "origins": list(origins)}
+            for name, value, origins in d.server_args
+        },
     }
 
 

@@ -53,6 +53,8 @@ class Dispatch:
     notes: tuple[str, ...]
     seconds: float
     incomplete: tuple[str, ...] = ()  # set-up phases that did not finish: no path can be selected
+    # server arguments the rules ask to report, as the server resolved them: (value, origins)
+    server_args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 def _config_instance(spec: RoutingSpec) -> Instance:
@@ -418,6 +420,34 @@ def _commit_agreed(states: list[PathState], skip: Value | None) -> None:
         obj.fields.update(merged)
 
 
+def _reported_args(engine: Engine, rules: FrameworkRules,
+                   server_args: Value) -> tuple[tuple[str, str, tuple[str, ...]], ...]:  # fmt: skip
+    """The server arguments the rules name under `report`, each as the server resolved it: read
+    through the release's own reader where it has one (0.5.20+: the last declaration, else the
+    input, else the declared fallback), else the field after post-processing."""
+    sa = rules.data.get("server_args", {})
+    if not isinstance(server_args, Instance):
+        return ()
+    reader = next((f for f in (resolve_entry(engine, q) for q in sa.get("resolved_by", []))
+                   if isinstance(f, FunctionVal)), None)  # fmt: skip
+    out = []
+    for name in sa.get("report", []):
+        value: Value = server_args.fields.get(name) or Unknown(f"no server argument {name}")
+        if reader is not None:
+            engine.budget.push(PHASE_STEPS["block"], f"reading server argument {name}")
+            try:
+                got = engine.call(
+                    PathState(envs=[{}]), reader, [server_args, Const(name)], {}, None
+                )
+                value = got[0][1] if len(got) == 1 else Unknown(f"{name} has several values")
+            except BudgetExceeded as exc:
+                value = Unknown(str(exc))
+            finally:
+                engine.budget.pop()
+        out.append((name, describe(value), value.origins))
+    return tuple(out)
+
+
 def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
     """A note when `version` is not one the rule file's cases confirm ("" when it is)."""
     validated = rules.data.get("validated")
@@ -503,5 +533,6 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     if outside:
         notes.append(outside)
         incomplete += (outside,)
+    reported = _reported_args(engine, rules, server_args)
     return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),
-                    time.monotonic() - start, incomplete)  # fmt: skip
+                    time.monotonic() - start, incomplete, reported)  # fmt: skip
