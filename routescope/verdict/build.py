@@ -13,7 +13,7 @@ from routescope.verdict.point import Point, calls_in, find_point, following
 from routescope.verdict.rules import OeaRules, load_oea_rules
 from routescope.verdict.sketch import from_constraints
 from routescope.verdict.source import function_at, function_named, open_index
-from routescope.verdict.switch import find_switch, returned
+from routescope.verdict.switch import find_switch, returned, switch_from_router
 
 
 def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def assess(
     sink = path["sink"]
     if sink is None and path["outcome"] == "return" and not path["stopped"]:
         ret = returned(path, index)
-        switch = find_switch(path, index, fw)
+        switch = find_switch(path, index, fw) or switch_from_router(doc, path, index, fw)
         what = f"returns {ret[0]} at {ret[1]}" if ret else "returns without calling a router kernel"
         out.update(
             insertable=False,

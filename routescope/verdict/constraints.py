@@ -7,7 +7,7 @@ from typing import Any
 
 from routescope.analysis.index import Index
 from routescope.verdict.callees import CallSite
-from routescope.verdict.facts import cite_setting, known, routing_field, setting
+from routescope.verdict.facts import cite_setting, known, routing_field, setting, traced_value
 from routescope.verdict.point import Point
 from routescope.verdict.rules import OeaRules
 from routescope.verdict.source import FunctionSource
@@ -23,6 +23,10 @@ def routed_columns(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
     s, s_raw, _ = setting(doc, "num_fused_shared_experts")
     n, n_src = routing_field(doc, "num_experts")
     ev = [cite_setting(doc, "top_k"), cite_setting(doc, "num_fused_shared_experts")]
+    traced = traced_value(doc, "num_fused_shared_experts") if s_raw == "absent" else None
+    if traced is not None and isinstance(traced[0], int):
+        s, s_raw = traced[0], str(traced[0])
+        ev = [cite_setting(doc, "top_k"), traced[1]]
     if not isinstance(k, int) or not isinstance(s, int):
         return _c(
             rules, "routed-columns", f"unknown: top_k={k_raw}, num_fused_shared_experts={s_raw}", ev
@@ -53,6 +57,11 @@ def scores(doc: dict[str, Any], rules: OeaRules, kernel: FunctionSource | None) 
         if "softmax" in kinds
         else str(func or "softmax")
     )
+    traced = traced_value(doc, "scoring_func")
+    if traced is not None and traced[0] in ("sigmoid", "softmax"):
+        # a kernel that computes either is told which on this path (0.5.20+'s moe_fused_gate)
+        score, kinds = traced[0], {traced[0]}
+        ev.append(traced[1])
     if has_bias:
         finding = (
             f"rank by {score}(router_logits) + correction_bias (as selection does); weight by "
@@ -80,7 +89,9 @@ def _score_calls(fn: FunctionSource) -> list[tuple[str, int]]:
 
 def renormalise(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
     r, raw, _ = setting(doc, "renormalize")
-    s, _, _ = setting(doc, "num_fused_shared_experts")
+    s, s_raw, _ = setting(doc, "num_fused_shared_experts")
+    traced = traced_value(doc, "num_fused_shared_experts") if s_raw == "absent" else None
+    s = traced[0] if traced is not None else s
     over = " over the routed columns only" if isinstance(s, int) and s > 0 else ""
     finding = {
         True: f"renormalise the final weights to sum to 1{over}",
@@ -140,9 +151,14 @@ def cuda_graph(
     arg = fw["graph"]["server_arg"]
     flag = "--" + arg.replace("_", "-")
     given = (doc.get("deployment") or {}).get("server_args", {}).get(arg)
+    resolved = ((doc.get("dispatch") or {}).get("server_args") or {}).get(arg)
     value: bool | None
     if given is not None:
         value, ev = bool(given), [f"server argument {arg} = {given} (--set)"]
+    elif resolved is not None and resolved["value"] in ("True", "False"):
+        value = resolved["value"] == "True"
+        said = "; ".join(resolved["origins"]) or "the server's resolved arguments"
+        ev = [f"server argument {arg} = {resolved['value']} as the server resolved it ({said})"]
     else:
         value_or_none, where = _field_default(index, fw["graph"]["server_args_class"], arg)
         value = bool(value_or_none) if value_or_none is not None else None

@@ -20,6 +20,28 @@ def setting(doc: dict[str, Any], name: str) -> tuple[Any, str, list[str]]:
     return value, raw, list(item["origins"])
 
 
+def traced_value(doc: dict[str, Any], name: str) -> tuple[Any, str] | None:
+    """A variable's value as the selected path's decisions read it (`name` exactly), with where:
+    for what the router does not keep as a setting (0.5.20+ read the fused shared-expert count
+    from the runtime context). None unless every reading agrees on one literal."""
+    paths = (doc.get("dispatch") or {}).get("paths") or []
+    if len(paths) != 1:
+        return None
+    seen: list[tuple[str, str]] = []
+    for d in paths[0]["decisions"]:
+        for i in d.get("inputs", []):
+            if i["expr"] == name:
+                seen.append((i["value"], f"{d['file']}:{d['line']}"))
+    if not seen or len({v for v, _ in seen}) != 1:
+        return None
+    try:
+        return ast.literal_eval(
+            seen[0][0]
+        ), f"{seen[0][1]}: {name} = {seen[0][0]} (as the trace read it)"
+    except (ValueError, SyntaxError):
+        return None
+
+
 def known(raw: str) -> bool:
     return raw not in ("absent",) and not raw.startswith("unknown")
 

@@ -55,15 +55,23 @@ def _server_arg(fn: FunctionSource, global_name: str) -> tuple[str, int] | None:
     return None
 
 
-def _members(fn: FunctionSource, index: Index) -> tuple[str, dict[str, str], dict[str, str]] | None:
+def _members(
+    fn: FunctionSource, index: Index
+) -> tuple[str, dict[str, str], dict[str, set[str]]] | None:
     """The accessor's enum: (class name, member -> value, is_method -> value)."""
     ret = fn.node.returns
     cls_name = ast.unparse(ret) if ret is not None else ""
-    sym = index.resolve(fn.module.name, cls_name) if cls_name else None
+    return _enum(index, [fn.module.name], cls_name)
+
+
+def _enum(index: Index, modules: list[str],
+          cls_name: str) -> tuple[str, dict[str, str], dict[str, set[str]]] | None:  # fmt: skip
+    """An enum class as one of `modules` sees it: (name, member -> value, is_method -> value);
+    the is_* predicates may live in a base class (0.5.23's _MoeRunnerBackendPredicates)."""
+    sym = next((x for x in (index.resolve(m, cls_name) for m in modules if cls_name) if x), None)
     if sym is None or not isinstance(sym.node, ast.ClassDef):
         return None
     members: dict[str, str] = {}
-    checks: dict[str, str] = {}
     for stmt in sym.node.body:
         if (
             isinstance(stmt, ast.Assign)
@@ -72,11 +80,71 @@ def _members(fn: FunctionSource, index: Index) -> tuple[str, dict[str, str], dic
             and isinstance(stmt.targets[0], ast.Name)
         ):
             members[stmt.targets[0].id] = stmt.value.value
-        if isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("is_"):
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Attribute) and node.attr in members:
-                    checks[stmt.name] = members[node.attr]
+    classes = [sym.node]
+    for base in sym.node.bases:
+        found = index.resolve(sym.module, ast.unparse(base))
+        if found is not None and isinstance(found.node, ast.ClassDef):
+            classes.append(found.node)
+    checks: dict[str, set[str]] = {}  # a predicate may accept several members
+    for cls in classes:
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("is_"):
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Attribute) and node.attr in members:
+                        checks.setdefault(stmt.name, set()).add(members[node.attr])
     return cls_name, members, checks
+
+
+def switch_from_router(doc: dict[str, Any], path: dict[str, Any], index: Index,
+                       fw: dict[str, Any]) -> dict[str, Any] | None:  # fmt: skip
+    """The switch for a router bound to its experts' runner backend (SGLang 0.5.23): the
+    backend the router holds, the guard that turned it into a fused path, and the server
+    argument whose resolved value is that backend."""
+    held = ((doc.get("dispatch") or {}).get("router") or {}).get("runner_backend") or {}
+    cls_name, _, member = str(held.get("value", "")).rpartition(".")
+    if not cls_name or not member:
+        return None
+    decided = [*path["setup_decisions"], *path["decisions"]]
+    modules = list(dict.fromkeys([
+        *(f["function"].split(":")[0] for f in path["frames"]),
+        *(d["file"].removesuffix(".py").replace("/", ".") for d in decided),
+    ]))  # fmt: skip
+    enum = _enum(index, modules, cls_name)
+    if enum is None:
+        return None
+    _, values, checks = enum
+    current = values.get(member)
+    accepting = sorted((len(v), m) for m, v in checks.items() if current in v)
+    method = accepting[0][1] if accepting else None
+    chosen = [d for d in decided
+              if method and f".{method}()" in d["condition"] and d["value"] is True]  # fmt: skip
+    if current is None or not chosen:
+        return None
+    # the guard in the router's own code (the decode path's files) before the experts' others
+    decode_files = {f["file"] for f in path["frames"]}
+    chosen.sort(key=lambda d: d["file"] not in decode_files)
+    args = (doc.get("dispatch") or {}).get("server_args") or {}
+    arg = next((n for n, v in args.items() if str(v["value"]).strip("'\"") == current), None)
+    excluded = sorted(
+        {x for m, v in checks.items() if f".{m}()" in chosen[0]["condition"] for x in v}
+    )
+    prefer = [v for v in fw["switch"]["prefer"] if v in values.values() and v not in excluded]
+    gives = {g["value"]: g["text"] for g in fw["switch"].get("gives_up", [])}
+    d = chosen[0]
+    out: dict[str, Any] = {
+        "server_arg": arg,
+        "flag": "--" + arg.replace("_", "-") if arg else None,
+        "current": current,
+        "chosen_by": {"file": d["file"], "line": d["line"], "condition": d["condition"]},
+        "excluded": excluded,
+        "suggest": prefer[0] if prefer else None,
+        "gives_up": gives.get(current, f"the fused {current} MoE kernel that routes internally"),
+        "evidence": [f"{d['file']}:{d['line']}: {d['condition']} -> true",
+                     f"router runner_backend = {held.get('value')} (bound from its experts)"],
+    }  # fmt: skip
+    if arg:
+        out["evidence"].append(f"server argument {arg} resolves to {args[arg]['value']}")
+    return out
 
 
 def find_switch(path: dict[str, Any], index: Index, fw: dict[str, Any]) -> dict[str, Any] | None:
@@ -108,7 +176,7 @@ def find_switch(path: dict[str, Any], index: Index, fw: dict[str, Any]) -> dict[
     values = enum[1] if enum else {}
     checks = enum[2] if enum else {}
     current_value = values.get(current or "", current)
-    excluded_values = sorted({checks[m] for m in excluded if m in checks})
+    excluded_values = sorted({x for m in excluded if m in checks for x in checks[m]})
     prefer = [
         v for v in fw["switch"]["prefer"] if v in values.values() and v not in excluded_values
     ]

@@ -52,6 +52,50 @@ def test_glm5_insertion_point_is_after_the_router_call_in_select_experts() -> No
 
 
 @pytest.mark.network
+def test_glm5_on_0_5_23_sm120_every_item_with_evidence() -> None:
+    """The acceptance reading: GLM-5, SGLang 0.5.23, SM120, TP8. The loader fuses the shared
+    expert (top-k 9), the Triton gate routes, and OEA goes in select_experts after the router
+    returns and before _post_process_topk_ids, on the routed columns only, capture-safe, with
+    scores recomputed from the logits."""
+    doc = report("examples/configs/zai-org--GLM-5.json", "0.5.23", "sm120", 8)
+    assert doc["dispatch"]["status"] == "selected"
+    v = doc["verdict"]
+    p = v["insertion_point"]
+    assert v["insertable"] is True
+    assert p["function"] == "sglang.srt.layers.moe.topk:select_experts"
+    assert "topk_weights, topk_ids = biased_grouped_topk(" in p["before"]["text"]
+    assert (
+        p["after"]["text"].lstrip().startswith("topk_ids, topk_weights, recorder_topk_ids = _post")
+    )
+    assert [c["call"] for c in p["post_processing"]][0] == "_post_process_topk_ids"
+    found = {c["name"]: c for c in v["constraints"]}
+    assert found["routed-columns"]["finding"].startswith("topk_ids[:, :8] are routed; the last 1")
+    assert found["cuda-graph"]["finding"].startswith("decode runs inside a captured CUDA graph")
+    assert found["scores-available"]["finding"].startswith("the router returns only")
+    assert "recompute scores from `router_logits`" in found["scores-available"]["finding"]
+    assert "applied to the MoE output" in found["scaling-factor"]["finding"]
+    for c in v["constraints"]:
+        assert c["evidence"], c["id"]
+
+
+@pytest.mark.network
+def test_fused_router_on_0_5_23_names_the_switch() -> None:
+    """Qwen3-30B-A3B on SM100, SGLang 0.5.23: the Qwen3 override picks flashinfer_trtllm, the
+    experts bind the router to it and TopK decides BYPASSED at bind time; the switch is the
+    server argument whose resolved value is that backend."""
+    v = report("examples/configs/Qwen--Qwen3-30B-A3B.json", "0.5.23", "sm100", 8)["verdict"]
+    assert v["insertable"] is False
+    sw = v["switch"]
+    assert (sw["flag"], sw["current"], sw["suggest"]) == (
+        "--moe-runner-backend",
+        "flashinfer_trtllm",
+        "triton",
+    )
+    assert sw["chosen_by"]["file"].endswith("layers/moe/topk.py")
+    assert "is_flashinfer_trtllm()" in sw["chosen_by"]["condition"]
+
+
+@pytest.mark.network
 def test_fused_router_names_the_switch() -> None:
     """Qwen3-30B-A3B bf16 on sm100 with SGLang 0.5.9: the server's Qwen3 rule picks the
     flashinfer_trtllm runner, the router returns BypassedTopKOutput, and routing happens inside
