@@ -14,9 +14,9 @@ HERE = Path(__file__).resolve().parent
 # (output name, model config, sglang version); all on sm120, tp 8, k0 5, group policy free
 CASES = (
     ("glm-5-sglang-0.5.9-sm120.patch", "zai-org--GLM-5.json", "0.5.9"),
-    ("glm-5-sglang-0.5.12-sm120.patch", "zai-org--GLM-5.json", "0.5.12"),
-    ("deepseek-v3-sglang-0.5.12-sm120.patch", "deepseek-ai--DeepSeek-V3.json", "0.5.12"),
-    ("qwen3-30b-a3b-sglang-0.5.12-sm120.patch", "Qwen--Qwen3-30B-A3B.json", "0.5.12"),
+    ("glm-5-sglang-0.5.23-sm120.patch", "zai-org--GLM-5.json", "0.5.23"),
+    ("deepseek-v3-sglang-0.5.23-sm120.patch", "deepseek-ai--DeepSeek-V3.json", "0.5.23"),
+    ("qwen3-30b-a3b-sglang-0.5.23-sm120.patch", "Qwen--Qwen3-30B-A3B.json", "0.5.23"),
 )
 
 

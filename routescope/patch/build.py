@@ -17,8 +17,10 @@ from routescope.patch.codemod import insert_call
 from routescope.patch.framework_oea import ENV
 from routescope.patch.header import render_header
 
-SUPPORTED = ("0.5.9", "0.5.12")  # versions whose decode dispatch the trace decides
-_CAPTURE = "sglang/srt/model_executor/cuda_graph_runner.py"
+# the decode flag the patched call guards on, and where the framework keeps it
+_FLAG = "get_is_capture_mode"
+_FLAG_DIR = "sglang/srt/model_executor/"
+_TEMPLATE_FLAG_MODULE = "sglang.srt.model_executor.cuda_graph_runner"  # framework_oea.py's import
 _FRAMEWORK = re.compile(r"^sglang==([\w.\-+]+)$")
 
 
@@ -43,13 +45,35 @@ def supported_version(framework: str | None) -> str:
     m = _FRAMEWORK.match(framework or "")
     if m is None:
         raise RoutescopeError(f"--framework {framework}", "routescope patch supports sglang==V")
-    if m.group(1) not in SUPPORTED:
+    supported = supported_versions()
+    if m.group(1) not in supported:
         raise RoutescopeError(
             f"--framework {framework}",
             f"the decode dispatch of this version is provisional or unknown; "
-            f"patches are made for {', '.join('sglang==' + v for v in SUPPORTED)} only",
+            f"patches are made for {', '.join('sglang==' + v for v in supported)} only",
         )
     return m.group(1)
+
+
+def _flag_module(tree: Any) -> str:
+    """The module that defines the decode flag in this release (0.5.9: cuda_graph_runner;
+    0.5.16+: runner_utils/capture_mode), found by reading the model executor's files, the ones
+    named after capture or CUDA graphs first."""
+    files = sorted((f for f in tree.files() if f.startswith(_FLAG_DIR) and f.endswith(".py")),
+                   key=lambda f: ("capture" not in f, "cuda_graph" not in f, f))  # fmt: skip
+    for rel in files:
+        if f"def {_FLAG}(".encode() in tree.read_bytes(rel):
+            return str(rel).removesuffix(".py").replace("/", ".")
+    raise RoutescopeError(
+        _FLAG_DIR, f"no {_FLAG}() in the model executor: no decode flag to guard on"
+    )
+
+
+def supported_versions() -> tuple[str, ...]:
+    """The releases whose traces the rule file's cases confirm (its `validated` list)."""
+    from routescope.analysis.frameworks import load_framework
+
+    return tuple(load_framework("sglang").data.get("validated", ()))
 
 
 def refuse_unless_insertable(verdict: dict[str, Any]) -> None:
@@ -84,11 +108,11 @@ def make_patch(req: PatchRequest) -> OeaPatch:
     module = posixpath.join(posixpath.dirname(rel), "oea.py")
     if module in set(tree.files()):
         raise RoutescopeError(module, "already exists in the framework tree")
-    if b"def get_is_capture_mode" not in tree.read_bytes(_CAPTURE):
-        raise RoutescopeError(_CAPTURE, "has no get_is_capture_mode(): no decode flag to guard on")
+    flag_module = _flag_module(tree)
     old = tree.read_bytes(rel).decode()
     plan = C.plan_from(verdict, cfg.scoring, req.policy)
-    stmt = C.render_call(plan, C.names_in_scope(old, point["before"]["line"]), ENV)
+    stmt = C.render_call(plan, C.names_in_scope(old, point["before"]["line"]), ENV,
+                         C.router_arguments(point["before"]["text"]))  # fmt: skip
     package = posixpath.dirname(rel).replace("/", ".")
     new = insert_call(
         old,
@@ -110,7 +134,8 @@ def make_patch(req: PatchRequest) -> OeaPatch:
         "point": {k: point[k] for k in ("file", "function", "line")}
         | {"before": point["before"]["text"]},
     }
-    header = render_header(doc, meta, ENV, module)
+    header = render_header(doc, meta, ENV, module, f"{flag_module}.{_FLAG}()")
     source = (Path(__file__).with_name("framework_oea.py")).read_text()
+    source = source.replace(_TEMPLATE_FLAG_MODULE, flag_module)
     text = header + diff.modified(rel, old, new) + diff.added(module, header + source)
     return OeaPatch(text, (rel, module), module, ENV, doc)

@@ -72,6 +72,10 @@ def names_in_scope(source: str, line: int) -> set[str]:
     return out
 
 
+def _names(expr: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+
+
 def needed(plan: CallPlan) -> list[str]:
     """The names the call reads from the point's scope."""
     extra = ["correction_bias"] if plan.biased else []
@@ -79,9 +83,29 @@ def needed(plan: CallPlan) -> list[str]:
     return ["topk_weights", "topk_ids", "router_logits", *extra, *_RUNTIME]
 
 
-def render_call(plan: CallPlan, scope: set[str], env: str) -> str:
-    """The inserted statement's source (a comment line, then one `if`)."""
-    missing = [n for n in needed(plan) if n not in scope]
+def router_arguments(before: str) -> dict[str, str]:
+    """The keyword arguments of the router call in the statement before the point, as source
+    text: the values the router was given are the ones OEA must use (0.5.23 passes its shared
+    slots as `num_fused_shared_experts=num_shared_topk_slots_for_gate`)."""
+    try:
+        tree = ast.parse(before.strip())
+    except SyntaxError:
+        return {}
+    call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call)), None)
+    if call is None:
+        return {}
+    return {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
+
+
+def render_call(plan: CallPlan, scope: set[str], env: str,
+                given: dict[str, str] | None = None) -> str:  # fmt: skip
+    """The inserted statement's source (a comment line, then one `if`). A runtime value is
+    what the router call at the point was given under that name, else the same name in scope."""
+    given = given or {}
+    exprs = {n: given.get(n, n) for n in _RUNTIME}
+    reads = {n for e in exprs.values() for n in _names(e)}
+    missing = [n for n in dict.fromkeys([*needed(plan)[: -len(_RUNTIME)], *sorted(reads)])
+               if n not in scope]  # fmt: skip
     if missing:
         raise RoutescopeError(
             "insertion point", f"not in scope there: {', '.join(missing)}; cannot wire OEA"
@@ -90,7 +114,7 @@ def render_call(plan: CallPlan, scope: set[str], env: str) -> str:
     if plan.physical_ids:  # EPLB turned ids into replica ids; OEA recomputes logical ones
         guard = f"expert_location_dispatch_info is None and {guard}"
     bias = "correction_bias" if plan.biased else "None"
-    kw = "".join(f"        {n}={n},\n" for n in _RUNTIME)
+    kw = "".join(f"        {n}={exprs[n]},\n" for n in _RUNTIME)
     return (
         f"# routescope OEA: off unless {env} is set; decode CUDA-graph capture only\n"
         f"if {guard}:\n"

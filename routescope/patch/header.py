@@ -15,7 +15,7 @@ META = "# routescope-meta: "
 _DECODE = (
     "decode only: select_experts has no forward-mode flag in scope (its inputs are hidden "
     "states, router logits, the TopKConfig, layer id, padding count and EPLB info), so the call "
-    "runs only while SGLang captures a CUDA graph (cuda_graph_runner.get_is_capture_mode()); "
+    "runs only while SGLang captures a CUDA graph ({flag}); "
     "SGLang captures decode (and, with speculative decoding, target-verify and draft) graphs, "
     "never prefill. Eager batches keep the router's routing: prefill, extend, decode above "
     "--cuda-graph-max-bs, and everything under --disable-cuda-graph."
@@ -33,7 +33,8 @@ def _wrap(text: str, width: int = 96) -> list[str]:
     return [*lines, cur] if cur else lines
 
 
-def render_header(doc: dict[str, Any], meta: dict[str, Any], env: str, module: str) -> str:
+def render_header(doc: dict[str, Any], meta: dict[str, Any], env: str, module: str,
+                  flag: str) -> str:  # fmt: skip
     """Comment lines (each '# ...') describing the patch; ends with the meta line."""
     dep, verdict = doc["deployment"], doc["verdict"]
     point = verdict["insertion_point"]
@@ -53,7 +54,7 @@ def render_header(doc: dict[str, Any], meta: dict[str, Any], env: str, module: s
         "point that replaces the routed columns of topk_ids/topk_weights.",
         f"enable: {env}={meta['k0']} (k0, the experts every token keeps); unset or empty: the "
         "call is skipped and routing is unchanged.",
-        _DECODE,
+        _DECODE.format(flag=flag),
         f"group policy: {meta['policy']}.",
         f"verdict: insertable ({verdict['rules']}): {verdict['why']}.",
         *(f"{c['id']} {c['name']}: {c['finding']}" for c in verdict["constraints"]),

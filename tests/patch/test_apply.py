@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import subprocess
 import sys
 import types
@@ -24,9 +25,9 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.network
 
 CASES = [
-    pytest.param("zai-org--GLM-5.json", "0.5.12", id="glm-5-0.5.12"),
-    pytest.param("deepseek-ai--DeepSeek-V3.json", "0.5.12", id="deepseek-v3-0.5.12"),
-    pytest.param("Qwen--Qwen3-30B-A3B.json", "0.5.12", id="qwen3-30b-a3b-0.5.12"),
+    pytest.param("zai-org--GLM-5.json", "0.5.23", id="glm-5-0.5.23"),
+    pytest.param("deepseek-ai--DeepSeek-V3.json", "0.5.23", id="deepseek-v3-0.5.23"),
+    pytest.param("Qwen--Qwen3-30B-A3B.json", "0.5.23", id="qwen3-30b-a3b-0.5.23"),
     pytest.param("zai-org--GLM-5.json", "0.5.9", id="glm-5-0.5.9"),
 ]
 
@@ -111,14 +112,22 @@ def test_patch_applies_parses_and_its_call_is_oea(
         "num_expert_group": r.get("num_expert_group"), "topk_group": r.get("topk_group"),
         "num_token_non_padded": torch.tensor(pad), "expert_location_dispatch_info": None,
     }  # fmt: skip
-    code = compile(_inserted(topk_src), "inserted", "exec")
+    inserted = _inserted(topk_src)
+    for call in (n for n in ast.walk(inserted) if isinstance(n, ast.Call)):
+        for kw in call.keywords:  # the router's own names for a value (0.5.23: num_shared_...)
+            if kw.arg in scope and isinstance(kw.value, ast.Name) and kw.value.id not in scope:
+                scope[kw.value.id] = scope[kw.arg]
+    code = compile(inserted, "inserted", "exec")
+    flag_module = re.search(r"from ([\w.]+) import \(?\s*(?:# .*\n\s*)?get_is_capture_mode",
+                            (root / made.module).read_text())  # fmt: skip
+    assert flag_module is not None
 
     monkeypatch.delenv("SGLANG_OEA_K0", raising=False)
     off = dict(scope)
     exec(code, off)
     assert off["topk_ids"] is scope["topk_ids"] and off["topk_weights"] is scope["topk_weights"]
 
-    fake = types.ModuleType("sglang.srt.model_executor.cuda_graph_runner")
+    fake = types.ModuleType(flag_module.group(1))
     fake.get_is_capture_mode = lambda: True  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, fake.__name__, fake)
     monkeypatch.setenv("SGLANG_OEA_K0", "5")
@@ -141,27 +150,31 @@ def test_bypassed_path_is_refused_naming_the_switch(capsys: pytest.CaptureFixtur
 
 
 def test_unsupported_version_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["patch", "x.json", "--framework", "sglang==0.5.16", "--k0", "5"]) == 2
+    assert main(["patch", "x.json", "--framework", "sglang==0.5.22", "--k0", "5"]) == 2
     assert "provisional or unknown" in capsys.readouterr().err
 
 
-def test_check_reports_what_moved_from_0_5_9_to_0_5_12(
+def test_check_reports_what_moved_from_0_5_9_to_0_5_23(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)  # the example patch names its model relative to the repo
     patch = "examples/patches/glm-5-sglang-0.5.9-sm120.patch"
-    assert main(["patch", "--check", patch, "--framework", "sglang==0.5.12"]) == 1
+    assert main(["patch", "--check", patch, "--framework", "sglang==0.5.23"]) == 1
     out = capsys.readouterr().out
     assert "applies: no" in out and "insertion point on the decode path: yes" in out
-    assert "point line 986 -> 1398 (+412)" in out
-    assert "OEA110 expert-ids changed" in out
-    assert "statement: -                num_token_non_padded=num_token_non_padded," in out
+    assert "point line 986 -> 2962 (+1976)" in out
+    assert "OEA110 expert-ids changed" in out  # 0.5.23 remaps after the point, not inside
+    assert (
+        "statement: +                num_fused_shared_experts=num_shared_topk_slots_for_gate,"
+        in out
+    )
+    assert "inserted code now: +            if _routescope_oea.active():" in out
 
 
 def test_check_passes_on_its_own_version(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
-    patch = "examples/patches/glm-5-sglang-0.5.12-sm120.patch"
-    assert main(["patch", "--check", patch, "--framework", "sglang==0.5.12"]) == 0
+    patch = "examples/patches/glm-5-sglang-0.5.23-sm120.patch"
+    assert main(["patch", "--check", patch, "--framework", "sglang==0.5.23"]) == 0
     assert "moved or changed: nothing" in capsys.readouterr().out
