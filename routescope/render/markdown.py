@@ -55,13 +55,23 @@ def _topology(doc: dict[str, Any]) -> list[str]:
 
 
 def _decisions(path: dict[str, Any]) -> list[str]:
-    out = ["| where | condition | value |", "|---|---|---|"]
+    """The path's decisions in order, each guard and outcome once (a guard a loop or a
+    repeated call evaluates again is counted, not repeated)."""
+    seen: dict[tuple[str, int, Any], list[Any]] = {}
     for d in path["decisions"]:
+        key = (d["file"], d["line"], d["value"])
+        if key in seen:
+            seen[key][1] += 1
+        else:
+            seen[key] = [d, 1]
+    out = ["| where | condition | value |", "|---|---|---|"]
+    for d, times in seen.values():
         where = f"{d['file'].rsplit('/', 1)[-1]}:{d['line']}"
         value = _WORD[d["value"]]
         if d["value"] is None:
             value += f" ({cell(d.get('undecided_because', ''))})"
-        out.append(f"| {where} | {code(d['condition'][:140])} | **{value}** |")
+        again = f" (×{times})" if times > 1 else ""
+        out.append(f"| {where} | {code(d['condition'][:140])} | **{value}**{again} |")
     return out
 
 

@@ -37,9 +37,10 @@ def chain(path: dict[str, Any]) -> list[dict[str, Any]]:
             break
         file, _, line = site.rpartition(":")
         before = frames[: frames.index(frame)]
-        frame = next(
-            (f for f in reversed(before) if f["file"] == file and f["line"] <= int(line)), None
-        )
+        # the caller holds the call line: of the functions entered earlier in that file, the
+        # one defined nearest above it (helpers entered and left in between start further up)
+        callers = [f for f in before if f["file"] == file and f["line"] <= int(line)]
+        frame = max(reversed(callers), key=lambda f: f["line"], default=None)
     return out
 
 
