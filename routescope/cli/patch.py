@@ -13,7 +13,9 @@ from routescope.oea.config import GROUP_POLICIES, GroupPolicy
 
 def patch(
     model: str | None = typer.Argument(None, help="Hub id, directory or config.json."),
-    framework: str = typer.Option(..., "--framework", help="sglang==0.5.9 or sglang==0.5.12."),
+    framework: str = typer.Option(
+        ..., "--framework", help="sglang==VERSION, a release the rule file validates."
+    ),
     gpu: str = typer.Option("sm120", "--gpu", help="GPU profile id or alias."),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
     ep: int | None = typer.Option(None, "--ep", min=1, help="Expert-parallel size."),
