@@ -31,6 +31,10 @@ CASES = [
      [DSV3, "--framework", "sglang==0.5.12", "--gpu", "sm120"]),
     ("trace: Qwen3-30B-A3B, sglang 0.5.9, sm100",
      [QWEN3, "--framework", "sglang==0.5.9", "--gpu", "sm100"]),
+    ("trace: GLM-5, sglang 0.5.23, sm120",
+     [GLM5, "--framework", "sglang==0.5.23", "--gpu", "sm120"]),
+    ("trace: Qwen3-30B-A3B, sglang 0.5.23, sm100",
+     [QWEN3, "--framework", "sglang==0.5.23", "--gpu", "sm100"]),
 ]  # fmt: skip
 
 
