@@ -67,7 +67,7 @@ def test_glm5_on_0_5_23_sm120_every_item_with_evidence() -> None:
     assert (
         p["after"]["text"].lstrip().startswith("topk_ids, topk_weights, recorder_topk_ids = _post")
     )
-    assert [c["call"] for c in p["post_processing"]][0] == "_post_process_topk_ids"
+    assert p["post_processing"][0]["call"] == "_post_process_topk_ids"
     found = {c["name"]: c for c in v["constraints"]}
     assert found["routed-columns"]["finding"].startswith("topk_ids[:, :8] are routed; the last 1")
     assert found["cuda-graph"]["finding"].startswith("decode runs inside a captured CUDA graph")
