@@ -1,12 +1,14 @@
-"""Run a policy's model x GPU matrix: one parsed index per framework version, reused by every cell.
+"""Run a policy's model x GPU matrix over the machine's cores, one parsed index per process.
 
-api.inspect builds a fresh Index per call; here the source tree is opened and indexed once, and
-each model's config is read once, so the parse cost is paid once per version, not per cell.
+api.inspect builds a fresh Index per call; here the source tree is opened once, each worker
+indexes it once for its share of the cells, and each model's config is read once per worker.
 """
 
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,32 +30,66 @@ class Cell:
     error: str | None = None
 
 
-def run_matrix(policy: Policy, *, offline: bool = False) -> list[Cell]:
+def run_matrix(policy: Policy, *, offline: bool = False, workers: int | None = None) -> list[Cell]:
     """Every (model, gpu) of `policy` in policy order. Opening the framework source can raise
-    RoutescopeError (unreachable registry, nothing cached): then no cell can be decided."""
+    RoutescopeError (unreachable registry, nothing cached): then no cell can be decided.
+
+    The cells are split over the machine's cores (`workers`, default: one process per core, at
+    most one per cell); each process parses the index once for its share. The result does not
+    depend on how the cells were split."""
     from routescope.api import open_framework  # the policy validated the spelling
 
     rules, tree, version = open_framework(policy.framework, offline=offline)
+    jobs = [(model, gpu) for model in policy.models for gpu in policy.gpus]
+    n = min(workers or os.cpu_count() or 1, len(jobs))
+    if n <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return _cells(policy, offline, rules, tree, version, jobs)
+    global _SHARED
+    _SHARED = (policy, offline, rules, tree, version)
+    try:
+        ctx = multiprocessing.get_context("fork")  # the children inherit the opened source
+        with ctx.Pool(n) as pool:
+            shares = pool.map(_share, [jobs[i::n] for i in range(n)])
+    finally:
+        _SHARED = None
+    done = {(c.model, c.gpu): c for share in shares for c in share}
+    return [done[job] for job in jobs]
 
+
+_SHARED: Any = None  # what a forked worker reads: the policy and the opened framework
+
+
+def _share(jobs: list[tuple[str, str]]) -> list[Cell]:
+    policy, offline, rules, tree, version = _SHARED
+    return _cells(policy, offline, rules, tree, version, jobs)
+
+
+def _cells(policy: Policy, offline: bool, rules: Any, tree: Any, version: str | None,
+           jobs: list[tuple[str, str]]) -> list[Cell]:  # fmt: skip
     @functools.cache
     def index() -> Any:  # parsed once, and only when a cell is traced
         from routescope.analysis.index import Index
 
         return Index(tree)
 
-    cells: list[Cell] = []
-    for model in policy.models:
+    @functools.cache
+    def spec(model: str) -> Any:
         try:
-            spec = load_spec(policy.model_ref(model), offline=offline)
+            return load_spec(policy.model_ref(model), offline=offline)
         except RoutescopeError as exc:
-            cells.extend(Cell(model, gpu, None, exc.message) for gpu in policy.gpus)
+            return exc
+
+    cells: list[Cell] = []
+    for model, gpu in jobs:
+        got = spec(model)
+        if isinstance(got, RoutescopeError):
+            cells.append(Cell(model, gpu, None, got.message))
             continue
-        for gpu in policy.gpus:
-            dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant)
-            try:
-                report = traced_report(tree, index, rules, spec, dep, version)
-            except RoutescopeError as exc:
-                cells.append(Cell(model, gpu, None, f"{exc.subject}: {exc.message}"))
-                continue
-            cells.append(Cell(model, gpu, report))
+        dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant)
+        try:
+            report = traced_report(tree, index, rules, got, dep, version)
+        except RoutescopeError as exc:
+            cells.append(Cell(model, gpu, None, f"{exc.subject}: {exc.message}"))
+            continue
+        cells.append(Cell(model, gpu, report))
     return cells
