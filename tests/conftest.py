@@ -39,3 +39,14 @@ def config_path(name: str) -> Path:
 
 
 REPO = ROOT
+
+
+def load_script(path: Path) -> Any:
+    """An examples/*/generate.py script as a module (its CASES and render)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.parent.name + "_gen", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -68,10 +68,10 @@ def _config_instance(spec: RoutingSpec) -> Instance:
     for key in ("dtype", "torch_dtype"):
         v = fields.get(key)
         if isinstance(v, Const) and isinstance(v.value, str) and v.value.isidentifier():
-            dtype = External(f"torch.{v.value}", v.origins)
-            fields.setdefault("dtype", dtype)
-            fields.setdefault("torch_dtype", dtype)
-            fields["dtype" if key == "dtype" else "torch_dtype"] = dtype
+            fields[key] = External(f"torch.{v.value}", v.origins)
+    for key, alias in (("dtype", "torch_dtype"), ("torch_dtype", "dtype")):
+        if isinstance(fields.get(key), External):
+            fields.setdefault(alias, fields[key])
     return Instance(None, fields, "config")
 
 

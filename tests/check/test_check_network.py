@@ -84,6 +84,7 @@ def test_forbidden_torch_compile_passes_glm5_on_0_5_23(
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
     assert code == ExitCode.OK, out
     assert "forbid-sink-kinds" not in out or "FAIL" not in out
+    assert "FAIL" not in out and "forbid-sink-kinds: sink" in out  # the rule ran, and held
 
 
 def test_forbidden_torch_compile_fails_glm5_on_0_5_9(

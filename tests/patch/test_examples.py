@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, load_script
 
 pytestmark = pytest.mark.network
 
-spec = importlib.util.spec_from_file_location("gen", REPO / "examples" / "patches" / "generate.py")
-assert spec is not None and spec.loader is not None
-gen = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(gen)
+gen = load_script(REPO / "examples" / "patches" / "generate.py")
 
 
 @pytest.mark.parametrize("name,config,version", gen.CASES, ids=[c[0] for c in gen.CASES])
