@@ -103,6 +103,11 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         status = "forked" if len(reps) > 1 else "unknown"
     undecided: dict[tuple[str, int], dict[str, Any]] = {}
     if not decided:
+        for dec in d.setup_undecided:  # the server-argument phase: upstream of every path
+            undecided.setdefault((dec.file, dec.line), {
+                "file": dec.file, "line": dec.line, "condition": dec.text,
+                "undecided_because": dec.reason, "phase": "server arguments",
+            })  # fmt: skip
         for p, _ in reps:
             for dec in p.undecided():
                 undecided.setdefault((dec.file, dec.line), {

@@ -64,6 +64,28 @@ def test_disabling_shared_expert_fusion_on_0_5_23_moves_the_router_branch() -> N
 
 
 @pytest.mark.network
+def test_a_server_argument_the_facts_cannot_decide_forks_and_is_named() -> None:
+    """gpt-oss on SM120, SGLang 0.5.23: its model override picks the MoE runner from whether
+    the triton_kernels package is installed (not a dependency of the wheel) and from the NVIDIA
+    driver version (nvidia-smi), neither of which a GPU profile knows. The report forks into
+    the Triton router, the triton_kernels routing and torch, and names those conditions as
+    server-argument unknowns upstream of every path, not the consequences of joining them."""
+    gpt_oss = str(CONFIGS / "openai--gpt-oss-20b.json")
+    d = _dispatch(gpt_oss, "0.5.23", "sm120")
+    assert d["status"] == "forked" and not d["incomplete"]
+    sinks = {p["sink"]["name"] for p in d["paths"] if p["sink"]}  # type: ignore[index,union-attr]
+    assert "sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel" in sinks
+    upstream = [u for u in d["undecided"] if u.get("phase") == "server arguments"]  # type: ignore[union-attr]
+    files = {u["file"] for u in upstream}
+    assert "sglang/srt/arg_groups/model_overrides/gpt_oss.py" in files
+    assert any("is_triton_kernels_available()" in u["condition"] for u in upstream)
+    assert not any(u["undecided_because"].startswith(("differs between", "depends on"))
+                   for u in upstream)  # fmt: skip
+    formats = d["router"]["output_format"]["value"]  # type: ignore[index]
+    assert formats.count("unknown") == 1 and "TRITON_KERNEL" in formats and "STANDARD" in formats
+
+
+@pytest.mark.network
 def test_custom_routing_function_in_plain_torch_is_the_sink() -> None:
     """Phi-3.5-MoE routes with sparsemixer, a custom routing function of torch ops."""
     d = _dispatch(str(CONFIGS / "microsoft--Phi-3.5-MoE-instruct.json"), "0.5.9", "sm120")

@@ -15,8 +15,8 @@ from routescope.analysis.frameworks import FrameworkRules, build_facts
 from routescope.analysis.index import Index
 from routescope.analysis.interp import Budget, BudgetExceeded
 from routescope.analysis.model import ModelSite, find_block, find_model_class
-from routescope.analysis.state import PathState
-from routescope.analysis.stmts import join_values
+from routescope.analysis.state import Decision, PathState
+from routescope.analysis.stmts import JOINED, join_values
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
 from routescope.analysis.values import (
     AtLeast,
@@ -55,6 +55,9 @@ class Dispatch:
     incomplete: tuple[str, ...] = ()  # set-up phases that did not finish: no path can be selected
     # server arguments the rules ask to report, as the server resolved them: (value, origins)
     server_args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # conditions the server-argument phase could not decide (its paths were joined): upstream
+    # of every traced path, so they are among the unknowns that would decide a fork
+    setup_undecided: tuple[Decision, ...] = ()
 
 
 def _config_instance(spec: RoutingSpec) -> Instance:
@@ -63,8 +66,12 @@ def _config_instance(spec: RoutingSpec) -> Instance:
         prov = spec.config_view_origin.get(key)
         origin = prov.describe() if prov else "config"
         fields[key] = _config_value(value, origin, key)
-    # transformers' PretrainedConfig turns the dtype string into a torch.dtype and answers to
-    # both names (`dtype`, and the older `torch_dtype`)
+    return Instance(None, _torch_dtypes(fields), "config")
+
+
+def _torch_dtypes(fields: dict[str, Value]) -> dict[str, Value]:
+    """transformers' PretrainedConfig turns the dtype string into a torch.dtype and answers to
+    both names (`dtype`, and the older `torch_dtype`)."""
     for key in ("dtype", "torch_dtype"):
         v = fields.get(key)
         if isinstance(v, Const) and isinstance(v.value, str) and v.value.isidentifier():
@@ -72,7 +79,17 @@ def _config_instance(spec: RoutingSpec) -> Instance:
     for key, alias in (("dtype", "torch_dtype"), ("torch_dtype", "dtype")):
         if isinstance(fields.get(key), External):
             fields.setdefault(alias, fields[key])
-    return Instance(None, fields, "config")
+    return fields
+
+
+def _served_config(spec: RoutingSpec, text: Instance) -> Instance:
+    """The config object the framework loads: for a wrapper (a multimodal checkpoint whose
+    routing keys sit in `text_config`), its own top-level keys around the text config."""
+    if not spec.routing_config_path or not spec.outer_view:
+        return text
+    fields = {k: _config_value(v, f"config.json {k}", k) for k, v in spec.outer_view.items()}
+    fields[spec.routing_config_path] = text
+    return Instance(None, _torch_dtypes(fields), "config")
 
 
 def _config_value(value: Any, origin: str, key: str) -> Value:
@@ -112,10 +129,11 @@ def _checkpoint(spec: RoutingSpec) -> Checkpoint:
     return cp
 
 
-def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment,
-                 notes: list[str]) -> Value:  # fmt: skip
+def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, notes: list[str],
+                 forks: list[Decision] | None = None) -> Value:  # fmt: skip
     """The framework's server-argument object: its defaults, --set, --tp, then its own
-    post-processing (per-GPU and per-model overrides), then the start-up install steps."""
+    post-processing (per-GPU and per-model overrides), then the start-up install steps.
+    Conditions a step could not decide (its paths were joined) go to `forks`."""
     sa_rules = rules.data.get("server_args", {})
     checkpoint = engine.facts.checkpoint
     for candidate in sa_rules.get("class", []):
@@ -154,6 +172,9 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment,
             if stopped:
                 notes.append(f"server-argument step {step} did not finish: {stopped}")
                 unsettled = True
+            if forks is not None and len(outs) > 1:  # the roots: not undecided by a join
+                forks.extend(d for s, _ in outs for d in s.decisions
+                             if d.value is None and not d.reason.startswith(JOINED))  # fmt: skip
             _commit_agreed([s for s, _ in outs], inst)  # what the step wrote on other objects
             inst = _settle(inst, [s for s, _ in outs], notes, step)
         for fn_name in sa_rules.get("install", []):
@@ -222,7 +243,7 @@ def _settle(inst: Instance, states: list[PathState], notes: list[str], step: str
             first
             if same and first is not None
             else Unknown(
-                f"server argument {key} depends on conditions in {step} the facts do not decide"
+                f"depends on conditions in {step} the facts do not decide (server argument {key})"
             )
         )
     changed = [
@@ -266,19 +287,24 @@ def _router_state(st: PathState, router: Value) -> RouterState | None:
     return RouterState(settings)
 
 
-def _merge_router_states(a: RouterState | None, b: RouterState | None) -> RouterState | None:
+def _merge_router_states(states: list[RouterState]) -> RouterState | None:
     """The router settings over every way the block was built: one the builds disagree on is
-    unknown, never the first build's guess."""
-    if a is None or b is None:
-        return a or b
-    merged = dict(a.settings)
-    for key, (value, origins) in b.settings.items():
-        old = merged.get(key)
-        if old is not None and old[0] != value:
-            merged[key] = (f"unknown (differs between the ways the block was built: {old[0]} or "
-                           f"{value})", tuple(dict.fromkeys((*old[1], *origins))))  # fmt: skip
-        elif old is None:
-            merged[key] = (value, origins)
+    unknown, naming each value a build gave it (never the first build's guess)."""
+    if not states:
+        return None
+    seen: dict[str, dict[str, tuple[str, ...]]] = {}  # name -> value -> origins
+    for state in states:
+        for key, (value, origins) in state.settings.items():
+            values = seen.setdefault(key, {})
+            values[value] = tuple(dict.fromkeys((*values.get(value, ()), *origins)))
+    merged: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for key, values in seen.items():
+        if len(values) == 1:
+            merged[key] = next(iter(values.items()))
+            continue
+        origins = tuple(dict.fromkeys(o for os_ in values.values() for o in os_))
+        merged[key] = (f"unknown (differs between the ways the block was built: "
+                       f"{' or '.join(values)})", origins)  # fmt: skip
     return RouterState(merged)
 
 
@@ -467,12 +493,13 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     config = _config_instance(spec)
     # what summaries may name: the checkpoint's config and the device, as routescope read them
     facts.checkpoint = _checkpoint(spec)
-    facts.bindings["hf_config"] = config
+    facts.bindings["hf_config"] = served = _served_config(spec, config)
     facts.bindings["gpu_memory_mib"] = Const(
         dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
     )
     engine = Engine(index, facts, Budget())
-    server_args = _server_args(engine, rules, dep, notes)
+    forks: list[Decision] = []
+    server_args = _server_args(engine, rules, dep, notes, forks)
     facts.bindings["server_args"] = server_args
     router_cls = resolve_entry(engine, rules.router_class)
     if not isinstance(router_cls, ClassVal):
@@ -499,16 +526,18 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     facts.bindings["model_class"] = model_cls
     facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
     facts.bindings["quant_config"] = quant_config
-    _run_model_init(engine, rules, site, values, notes)
+    _run_model_init(engine, rules, site, {**values, "config": served}, notes)
     built = _build_block(engine, site, values, router_cls)
     paths: list[TracedPath] = []
-    router_state: RouterState | None = None
+    router_states: list[RouterState] = []
     for bst, router in built:
         if not isinstance(router, Instance):
             why = router.reason if isinstance(router, Unknown) else "the block built no router"
             paths.append(TracedPath((), (), None, "stop", "", why, (), tuple(bst.decisions)))
             continue
-        router_state = _merge_router_states(router_state, _router_state(bst, router))
+        state = _router_state(bst, router)
+        if state is not None:
+            router_states.append(state)
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
         logits = Tensor(
@@ -534,5 +563,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         notes.append(outside)
         incomplete += (outside,)
     reported = _reported_args(engine, rules, server_args)
+    router_state = _merge_router_states(router_states)
     return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),
-                    time.monotonic() - start, incomplete, reported)  # fmt: skip
+                    time.monotonic() - start, incomplete, reported,
+                    tuple({(d.file, d.line): d for d in forks}.values()))  # fmt: skip

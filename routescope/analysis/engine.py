@@ -28,8 +28,10 @@ from routescope.analysis.interp import (
     Budget,
     BudgetExceeded,
     Paths,
+    is_dict,
     is_list,
     is_set,
+    key_absent,
     merge_origins,
     new_list,
     new_set,
@@ -38,7 +40,14 @@ from routescope.analysis.interp import (
     typing_call,
 )
 from routescope.analysis.state import Frame, PathState, SinkHit
-from routescope.analysis.stmts import GLOBALS_KEY, Outcome, StmtMixin, iteration, join_values
+from routescope.analysis.stmts import (
+    GLOBALS_KEY,
+    JOIN_DEPTH,
+    Outcome,
+    StmtMixin,
+    iteration,
+    join_values,
+)
 from routescope.analysis.values import (
     ClassVal,
     Const,
@@ -47,10 +56,12 @@ from routescope.analysis.values import (
     FunctionVal,
     Instance,
     ModuleVal,
+    OpenKeys,
     Tensor,
     Unknown,
     Value,
     describe,
+    rest_of_dicts,
 )  # fmt: skip
 
 _BUILTINS = builtin_names() | {
@@ -1169,7 +1180,7 @@ class Engine(StmtMixin):
             result = self._invoke_uncached(st, fn, args, kwargs, node)
             if len(result) == 1 and result[0][1] == "return" and result[0][0] is st:
                 self._memo[memo_key] = (
-                    result[0][2] or Const(None),
+                    _as_built(st, result[0][2] or Const(None), JOIN_DEPTH),
                     st.decisions[before:],
                     fn.bound,
                 )
@@ -1573,6 +1584,12 @@ def _over_containers(st: PathState, name: str, args: list[Value],
         if not isinstance(args[0].value, (tuple, list, set, frozenset, str, range)):
             return None
         return _set_of([Const(x, args[0].origins) for x in ordered(args[0].value)])
+    if name == "set" and len(args) == 1 and is_dict(args[0]) and not kwargs:
+        view = st.fields(args[0])
+        rest = view.get(LIST_UNKNOWN)
+        if isinstance(rest, OpenKeys):  # the keys of a joined dict: some only perhaps there
+            members = {k: _key_value(k) for k in view if k != LIST_UNKNOWN}
+            return Instance(None, {**members, LIST_UNKNOWN: rest}, "set")
     if name not in _SEQUENCE_BUILTINS or not args:
         return None
     if name != "list" and all(isinstance(a, Const) for a in args):
@@ -1602,6 +1619,18 @@ def _over_containers(st: PathState, name: str, args: list[Value],
     if name == "zip":
         return _tuple([_tuple(list(row)) for row in zip(*items, strict=False)])
     return None
+
+
+def _as_built(st: PathState, v: Value, depth: int) -> Value:
+    """A container as this path built it, as an object of its own: what a cached function
+    returns is read later on paths that do not share this one's writes."""
+    if not (isinstance(v, Instance) and v.cls is None and depth > 0):
+        return v
+    view = st.fields(v)
+    fields = {k: _as_built(st, x, depth - 1) for k, x in view.items()}
+    if view is v.fields and all(fields[k] is view[k] for k in view):
+        return v
+    return Instance(None, fields, v.label)
 
 
 def _set_of(items: list[Value]) -> Value:
@@ -1789,7 +1818,11 @@ class _DictMethod(Value):
         key = repr(args[0].value) if args and isinstance(args[0], Const) else None
         if self.name == "update":
             if args and isinstance(args[0], Instance) and args[0].label == "dict":
-                f.update(st.fields(args[0]))
+                other = st.fields(args[0])
+                rest = rest_of_dicts([f.get(LIST_UNKNOWN), other.get(LIST_UNKNOWN)])
+                f.update(other)
+                if rest is not None:
+                    f[LIST_UNKNOWN] = rest
             elif args:
                 f[LIST_UNKNOWN] = Unknown("dict updated from an unknown value")
             f.update({repr(k): v for k, v in kwargs.items()})
@@ -1797,8 +1830,8 @@ class _DictMethod(Value):
         if self.name in ("get", "pop", "setdefault") and key is not None:
             default = args[1] if len(args) > 1 else Const(None)
             if self.name == "setdefault" and key not in f:
-                f[key] = default
-            missing = Unknown("dict of unknown contents") if LIST_UNKNOWN in f else default
+                f[key] = default if key_absent(f, key) else Unknown("dict of unknown contents")
+            missing = default if key_absent(f, key) else Unknown("dict of unknown contents")
             value = f.get(key, missing)
             if self.name == "pop":
                 f.pop(key, None)

@@ -25,10 +25,12 @@ from routescope.analysis.values import (
     FunctionVal,
     Instance,
     ModuleVal,
+    OpenKeys,
     Tensor,
     Unknown,
     Value,
     describe,
+    rest_of_dicts,
     truth,
 )  # fmt: skip
 
@@ -162,6 +164,32 @@ def is_dict(v: Value) -> bool:
     return isinstance(v, Instance) and v.cls is None and v.label == "dict"
 
 
+def _open_set_minus(st: PathState, a: Value, b: Value) -> Value | None:
+    """`a - b` where `a` is a set with members only perhaps there (OpenKeys: the keys of a
+    joined dict) and `b` a known set: the same kind of set, closed when every perhaps-member
+    is removed. None when the operands are not of that kind."""
+    view = st.fields(a) if isinstance(a, Instance) else {}
+    rest = view.get(LIST_UNKNOWN)
+    if not isinstance(rest, OpenKeys) or not (
+        isinstance(b, Const) and isinstance(b.value, (set, frozenset))
+    ):
+        return None
+    gone = {repr(x) for x in b.value}
+    fields = {k: v for k, v in view.items() if k != LIST_UNKNOWN and k not in gone}
+    maybe = rest.keys - gone
+    if maybe:
+        fields[LIST_UNKNOWN] = OpenKeys(maybe, rest.reason)
+    return Instance(None, fields, "set")
+
+
+def key_absent(view: dict[str, Value], key: str) -> bool:
+    """Is `key` (a repr) known to be absent from a dict this path sees as `view`?"""
+    if key in view:
+        return False
+    rest = view.get(LIST_UNKNOWN)
+    return rest is None or (isinstance(rest, OpenKeys) and key not in rest.keys)
+
+
 def _items_of(st: PathState, v: Value) -> list[Value] | None:
     """The items of a list, tuple or constant sequence, as this path sees them."""
     if isinstance(v, Const) and isinstance(v.value, (list, tuple)):
@@ -200,7 +228,9 @@ def truth_in(st: PathState, v: Value) -> bool | None:
     if is_dict(v) or is_set(v):
         assert isinstance(v, Instance)
         view = st.fields(v)
-        return None if LIST_UNKNOWN in view else bool(view)
+        if LIST_UNKNOWN in view:
+            return True if len(view) > 1 and is_dict(v) else None  # a known key is there
+        return bool(view)
     return truth(v)
 
 
@@ -446,9 +476,10 @@ class ExprMixin:
                 if not (isinstance(part, Instance) and part.label == "dict" and part.cls is None):
                     return [(st, Unknown("dict with ** of an unknown mapping"))]
                 view = st.fields(part)
-                if LIST_UNKNOWN in view:
-                    return [(st, Unknown("dict with ** of a dict of unknown contents"))]
+                rest = rest_of_dicts([fields.get(LIST_UNKNOWN), view.get(LIST_UNKNOWN)])
                 fields.update(view)
+                if rest is not None:
+                    fields[LIST_UNKNOWN] = rest
                 continue
             k, v = self._one(st, key), self._one(st, value)
             if not isinstance(k, Const) or v is None:
@@ -460,6 +491,11 @@ class ExprMixin:
         out: Paths = []
         for s, (a, b) in self.ev_seq(st, [node.left, node.right]):
             fn = BINOPS.get(type(node.op))
+            if isinstance(node.op, ast.Sub) and is_set(a):
+                less = _open_set_minus(s, a, snapshot(s, b))
+                if less is not None:
+                    out.append((s, less))
+                    continue
             if is_set(a) or is_set(b):  # set algebra on this path's members: a new set
                 a, b = snapshot(s, a), snapshot(s, b)
                 if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
@@ -606,8 +642,9 @@ class ExprMixin:
         ):
             if isinstance(a, Const) and b.label == "dict":
                 found = repr(a.value) in b.fields
-                if not found and LIST_UNKNOWN in b.fields:
-                    return Unknown("key of a dict of unknown contents")
+                if not found and not key_absent(b.fields, repr(a.value)):
+                    return _unknown_from("key of a dict of unknown contents",
+                                         b.fields[LIST_UNKNOWN])  # fmt: skip
                 return Const(found if isinstance(op, ast.In) else not found)
             hits = [self.compare(ast.Eq(), a, v) for v in b.fields.values()]
             if any(isinstance(h, Const) and h.value for h in hits):
@@ -720,6 +757,8 @@ class ExprMixin:
             key = repr(idx.value) if obj.label == "dict" else str(at)
             if key in obj.fields:
                 return obj.fields[key]
+            if obj.label == "dict" and isinstance(obj.fields.get(LIST_UNKNOWN), Unknown):
+                return _unknown_from("subscript of unknown", obj.fields[LIST_UNKNOWN])
         if isinstance(obj, FunctionVal):
             return obj  # kernel[grid]: the launcher is the kernel
         if isinstance(obj, External) and obj.name in ANNOTATED:
@@ -901,6 +940,9 @@ class ExprMixin:
                 if pt is not None and pt != isinstance(test.op, ast.And):
                     break
         reason = v.reason if isinstance(v, Unknown) else ""
+        if t is None and isinstance(v, Instance) and v.cls is None:  # a container's contents
+            rest = st.fields(v).get(LIST_UNKNOWN)
+            reason = rest.reason if isinstance(rest, Unknown) else reason
         return Decision(
             file=self.current_file(), line=test.lineno, function=self.current_function(),
             text=self.source_text(test), value=t, inputs=tuple(self.inputs(st, test)),

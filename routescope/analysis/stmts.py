@@ -25,10 +25,15 @@ from routescope.analysis.values import (
     External,
     FunctionVal,
     Instance,
+    OpenKeys,
     Unknown,
     Value,
+    rest_of_dicts,
 )  # fmt: skip
 
+# How the reason of a value made by joining paths begins: a condition undecided for one of these
+# reasons is a consequence of a fork recorded where the paths split, not an unknown of its own.
+JOINED = ("differs between", "depends on")
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 
 # More live paths than this after a statement are merged where they reached the same routing
@@ -76,11 +81,10 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
                 if is_list(obj) and len({tuple(v) for v in views}) > 1:
                     updates.append((obj, {LIST_UNKNOWN: Unknown(why)}))  # lengths differ
                     continue
-                joined = _join_fields(views, members, why, JOIN_DEPTH)
-                if is_dict(obj) and len({tuple(sorted(v)) for v in views}) > 1:
-                    # keys some paths lack: neither present nor absent on the joined path
-                    joined = {k: v for k, v in joined.items() if all(k in w for w in views)}
-                    joined[LIST_UNKNOWN] = Unknown(why)
+                if is_dict(obj):
+                    joined = _join_dict(views, members, why, JOIN_DEPTH)
+                else:
+                    joined = _join_fields(views, members, why, JOIN_DEPTH)
                 updates.append((obj, joined))
             env_updates: list[tuple[dict[str, Value], str, Value]] = []
             for depth, env in enumerate(first.envs):
@@ -124,6 +128,23 @@ def _join_fields(views: list[dict[str, Value]], members: list[PathState], why: s
     return {n: _join([v.get(n) for v in views], members, why, depth) for n in names}
 
 
+def _join_dict(views: list[dict[str, Value]], members: list[PathState], why: str,
+               depth: int) -> dict[str, Value]:  # fmt: skip
+    """A dict's items joined across paths: a key every path has is kept (its values joined); a
+    key only some have is neither present nor absent, which the "*" field records (OpenKeys:
+    the keys it may hold, so a lookup of any other key is still decided)."""
+    rests = [v.get(LIST_UNKNOWN) for v in views]
+    items = [{k: x for k, x in v.items() if k != LIST_UNKNOWN} for v in views]
+    joined = _join_fields(items, members, why, depth)
+    everywhere = {k for k in joined if all(k in w for w in items)}
+    partial = frozenset(k for k in joined if k not in everywhere)
+    out = {k: v for k, v in joined.items() if k in everywhere}
+    rest = rest_of_dicts([OpenKeys(partial, why) if partial else None, *rests])
+    if rest is not None:
+        out[LIST_UNKNOWN] = rest
+    return out
+
+
 def _join(vals: list[Value | None], members: list[PathState], why: str, depth: int) -> Value:
     """The join of one variable's values across paths: equal -> kept; objects of one class ->
     a new object whose fields are joined; anything else -> Unknown."""
@@ -146,11 +167,9 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
             return Unknown(why)
         if label == "tuple" and len({len(v) for v in views}) > 1:
             return Unknown(why)
-        joined = _join_fields(views, members, why, depth - 1)
-        if label == "dict" and len({tuple(sorted(v)) for v in views}) > 1:
-            joined = {k: v for k, v in joined.items() if all(k in w for w in views)}
-            joined[LIST_UNKNOWN] = Unknown(why)
-        return Instance(None, joined, label)
+        if label == "dict":
+            return Instance(None, _join_dict(views, members, why, depth - 1), label)
+        return Instance(None, _join_fields(views, members, why, depth - 1), label)
     if depth > 0 and all(
         isinstance(v, Instance) and (v.cls is not None or v.label not in ("list", "tuple", "dict"))
         for v in vals

@@ -71,6 +71,30 @@ class AtLeast(Unknown):
         self.low = low
 
 
+class OpenKeys(Unknown):
+    """What a dict holds beyond its known keys when it is a join of paths whose keys differed:
+    perhaps some of `keys` (values unknown), and no other key. Stored under the dict's "*"
+    field; any write of unknown contents replaces it with a plain Unknown."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: frozenset[str], reason: str) -> None:
+        super().__init__(reason)
+        self.keys = keys
+
+
+def rest_of_dicts(rests: list[Value | None]) -> Value | None:
+    """The "*" field of a dict made from dicts whose "*" fields are `rests` (None: closed),
+    with the first one's reason (where the contents stopped being known)."""
+    present = [r for r in rests if r is not None]
+    if not present:
+        return None
+    reason = present[0].reason if isinstance(present[0], Unknown) else "dict of unknown contents"
+    if all(isinstance(r, OpenKeys) for r in present):
+        return OpenKeys(frozenset().union(*(r.keys for r in present)), reason)  # type: ignore[attr-defined]
+    return Unknown(reason)
+
+
 class Tensor(Value):
     """An abstract tensor: only the facts that guards look at, and which sink produced it
     (the first routing kernel that wrote it, directly or in place)."""

@@ -82,6 +82,7 @@ def build_spec(ref: ModelRef, raw: dict[str, Any], *, use_transformers: bool = T
         topology=_topology(n_group.value),
         config_view=_config_view(routing, view),
         config_view_origin=_config_view_origin(routing, level, view),
+        outer_view={k: v for k, v in raw.items() if k != level} if level else {},
         notes=tuple(notes),
     )
 

@@ -96,6 +96,9 @@ class RoutingSpec:
     config_view_origin: dict[str, Provenance] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # A wrapper's own top-level keys (the routing level left out): what the framework's
+    # config object holds around the text config it serves (empty for plain models)
+    outer_view: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     notes: tuple[str, ...] = ()
 
     ROUTING_FIELDS = (

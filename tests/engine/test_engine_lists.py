@@ -178,3 +178,75 @@ def test_joined_declarations_keep_what_every_path_declared(tmp_path: Path) -> No
     budget = Budget()
     budget.merge_at = 1  # join at every opportunity, as the set-up phases do
     assert _kinds(tmp_path, body, budget=budget) == ["cuda_kernel"]
+
+
+def _joined(tmp_path: Path, body: str) -> list[str | None]:
+    from routescope.analysis.interp import Budget
+
+    budget = Budget()
+    budget.merge_at = 1  # join at every opportunity, as the set-up phases do
+    return _kinds(tmp_path, body, budget=budget)
+
+
+def test_a_key_only_some_paths_declared_leaves_other_keys_decided(tmp_path: Path) -> None:
+    """A dict joined from paths whose keys differ: the key some paths lack is neither present
+    nor absent, but a key no path wrote is absent, and `set(d) - allowed` is empty when every
+    perhaps-key is allowed (no fork, so one path)."""
+    body = """
+        def declare():
+            out = {"mode": "fast"}
+            if os.environ.get("FW_PAGE"):
+                out["page"] = 64
+            return out
+
+        def route(x):
+            declared = dict(declare())
+            unknown = set(declared) - {"mode", "page"}
+            if unknown or "other" in declared or declared.get("other", 1) != 1:
+                return torch.topk(x, 2)
+            if not declared or declared["mode"] != "fast":
+                return torch.topk(x, 2)
+            return topk_fast(x)
+    """
+    assert _joined(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_a_key_perhaps_present_still_forks(tmp_path: Path) -> None:
+    body = """
+        def declare():
+            out = {}
+            if os.environ.get("FW_PAGE"):
+                out["page"] = 64
+            return out
+
+        def route(x):
+            declared = declare()
+            if "page" in declared:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert sorted(_joined(tmp_path, body), key=str) == ["cuda_kernel", "torch"]
+
+
+def test_a_cached_function_returns_the_dict_it_built_on_every_path(tmp_path: Path) -> None:
+    """functools.cache evaluates once per engine: a dict it filled on the first path is read
+    whole on later, unrelated paths (not as the empty dict it started as)."""
+    body = """
+        import functools
+
+        @functools.cache
+        def fallbacks():
+            out = {}
+            out["ratio"] = 0.8
+            return out
+
+        def route(x):
+            if os.environ.get("FW_SPLIT"):
+                first = fallbacks().get("ratio")
+            else:
+                first = 0.8
+            if fallbacks().get("ratio") == 0.8 and first == 0.8:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "cuda_kernel"]
