@@ -46,9 +46,10 @@ _SAFE_METHODS = {
     int: {"bit_length", "bit_count", "to_bytes"},
     bool: set(),
     re.Match: {"group", "groups", "start", "end", "span", "groupdict"},
-    # pure path arithmetic; the filesystem queries (exists, is_file, is_dir) go to the engine
+    # pure path arithmetic; the filesystem queries (exists, is_file, is_dir, glob) go to the
+    # engine
     PurePosixPath: {"joinpath", "with_suffix", "with_name", "is_absolute", "as_posix",
-                    "relative_to", "match", "exists", "is_file", "is_dir"},
+                    "relative_to", "match", "exists", "is_file", "is_dir", "glob"},
 }  # fmt: skip
 _PATH_ATTRS = {"name", "suffix", "suffixes", "stem", "parent", "parts", "anchor"}
 _MISSING = object()

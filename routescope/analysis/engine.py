@@ -679,6 +679,17 @@ class Engine(StmtMixin):
         if isinstance(fn, BoundConst):
             if isinstance(fn.target.value, PurePosixPath) and fn.name in _PATH_METHODS:
                 return [(st, self.fs_query(_PATH_METHODS[fn.name], fn.target, f"Path.{fn.name}"))]
+            if isinstance(fn.target.value, PurePosixPath) and fn.name == "glob":
+                pattern = args[0] if len(args) == 1 and isinstance(args[0], Const) else None
+                where = None if pattern is None else fn.target.value / str(pattern.value)
+                found = None if where is None else self._fs_call(
+                    "glob.glob", [Const(str(where), fn.target.origins)]
+                )  # fmt: skip
+                if found is None:
+                    return [(st, Unknown("result of Path.glob()"))]
+                items = seq_items(st, found) or []  # Path objects, as Path.glob yields them
+                return [(st, new_list([Const(PurePosixPath(i.value), i.origins) for i in items
+                                       if isinstance(i, Const)]))]  # fmt: skip
             return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, _TensorMethod):
             shape = fn.tensor.shape

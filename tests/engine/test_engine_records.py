@@ -108,11 +108,15 @@ def route(x):
 
 
 def test_checkpoint_queries_follow_what_was_read(tmp_path: Path) -> None:
-    """os.path and pathlib queries about the model path are answered from the checkpoint."""
+    """os.path and pathlib queries about the model path (Path.glob too: a directory holding only
+    config.json has no weight shards) are answered from the checkpoint."""
     body = """
 def route(x):
     root = "/models/glm5"
     gguf = Path(root).is_file() or Path(root).suffix == ".gguf"
+    shards = sorted(Path(root).glob("*.safetensors"))
+    if shards or len(list(Path(root).glob("*.json"))) != 1:
+        return torch.topk(x, 2)
     modelopt = os.path.exists(os.path.join(root, "hf_quant_config.json"))
     if os.path.isdir(root) and os.path.isfile(root + "/config.json") and not gguf and not modelopt:
         return topk_fast(x)
@@ -121,4 +125,4 @@ def route(x):
     known = Facts(sinks=SINKS, checkpoint=Checkpoint("/models/glm5", True,
                   frozenset({"config.json"}), "test"))  # fmt: skip
     assert _kinds(tmp_path, body, known) == ["cuda_kernel"]
-    assert _kinds(tmp_path / "unknown", body) == ["cuda_kernel", "torch"]  # no facts: both
+    assert set(_kinds(tmp_path / "unknown", body)) == {"cuda_kernel", "torch"}  # no facts: both
