@@ -1595,7 +1595,8 @@ def _over_containers(st: PathState, name: str, args: list[Value],
         if not isinstance(args[0].value, (tuple, list, set, frozenset, str, range)):
             return None
         return _set_of([Const(x, args[0].origins) for x in ordered(args[0].value)])
-    if name == "set" and len(args) == 1 and is_dict(args[0]) and not kwargs:
+    if name == "set" and len(args) == 1 and isinstance(args[0], Instance) and is_dict(args[0]) \
+            and not kwargs:  # fmt: skip
         view = st.fields(args[0])
         rest = view.get(LIST_UNKNOWN)
         if isinstance(rest, OpenKeys):  # the keys of a joined dict: some only perhaps there
