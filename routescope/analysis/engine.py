@@ -906,6 +906,14 @@ class Engine(StmtMixin):
             return [(st, self._resolve(mod))]
         if name in ("copy.copy", "copy.deepcopy") and len(args) == 1:
             return [(st, _copied(st, self._resolve(args[0]), name == "copy.deepcopy", 4))]
+        if name in ("dataclasses.replace", "msgspec.structs.replace") and len(args) == 1:
+            obj = self._resolve(args[0])
+            if isinstance(obj, Instance) and obj.cls is not None and records.is_record(obj.cls):
+                # a new record of the same class: its fields, the changes over them, and
+                # the class's own __init__ / __post_init__ run again, as replace() does
+                view = st.fields(obj)
+                given = {n: view[n] for n in records.field_names(obj.cls) if n in view}
+                return self.call(st, obj.cls, [], {**given, **kwargs}, node)
         fs_value = self._fs_call(name, args)
         if fs_value is not None:
             return [(st, fs_value)]
