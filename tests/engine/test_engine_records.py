@@ -88,6 +88,31 @@ def route(x):
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
 
 
+def test_dataclass_replace_builds_a_new_record(tmp_path: Path) -> None:
+    """dataclasses.replace: the same class, its fields with the changes over them, and
+    __post_init__ run again; the original is left as it was (0.5.23's with_phase)."""
+    body = """
+@dataclasses.dataclass
+class Phase:
+    backend: str = "full"
+    max_bs: int = 0
+    doubled: int = 0
+
+    def __post_init__(self):
+        self.doubled = self.max_bs * 2
+
+def route(x):
+    first = Phase(max_bs=4)
+    second = dataclasses.replace(first, backend="breakable")
+    third = msgspec.structs.replace(first) if False else second
+    if (second.backend == "breakable" and second.max_bs == 4 and second.doubled == 8
+            and first.backend == "full" and second is not first and third is second):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
 def test_unpacking_concatenation_copies_dtypes(tmp_path: Path) -> None:
     body = """
 BASE = {"mode": "auto", "k": 8}
