@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import math
 import posixpath
 import re
@@ -218,6 +219,11 @@ def _isinstance(obj: Value, cls: Value) -> Value:
                 continue
             if not t.name.startswith(_ABSTRACT_NAMESPACES):
                 continue  # a plain value (str, number, tuple...) is no library class's instance
+            abc = _collection_abc(t)
+            if abc is not None:  # a real Python value against a real ABC: exact
+                if isinstance(obj.value, abc):
+                    return Const(True, obj.origins)
+                continue
             return Unknown(f"isinstance against {t.name}")
         if isinstance(t, ClassVal):
             if isinstance(obj, Instance) and obj.cls is not None:
@@ -244,8 +250,43 @@ def _isinstance(obj: Value, cls: Value) -> Value:
                 return Const(True)
             if isinstance(obj, Const):
                 continue
+        abc = _collection_abc(t)
+        if abc is not None and isinstance(obj, Instance) and obj.cls is None:
+            kind = _CONTAINERS.get(obj.label)  # a tracked dict, list, tuple or set
+            if kind is not None:
+                if issubclass(kind, abc):
+                    return Const(True)
+                continue
+            if obj.label == "config" and abc in (
+                collections.abc.Mapping,
+                collections.abc.MutableMapping,
+            ):
+                continue  # a transformers config is read by attribute, not a mapping
+        if isinstance(t, External) and t.name in _PRETRAINED_CONFIG and isinstance(obj, Instance):
+            if obj.label == "config" and obj.cls is None:
+                return Const(True)  # the checkpoint's config: a PretrainedConfig
+            if obj.cls is None:
+                continue  # a tracked dict, list, tuple or set
         return Unknown("isinstance against an unknown class")
     return Const(False, obj.origins)
+
+
+_PRETRAINED_CONFIG = {"transformers.PretrainedConfig", "transformers.PreTrainedConfig",
+                      "transformers.configuration_utils.PretrainedConfig",
+                      "transformers.configuration_utils.PreTrainedConfig"}  # fmt: skip
+_CONTAINERS: dict[str, type] = {"dict": dict, "list": list, "tuple": tuple, "set": set}
+
+
+def _collection_abc(t: Value) -> type | None:
+    """collections.abc.Mapping and the typing aliases of the collection ABCs (typing.Mapping,
+    typing.Sequence...) as Python classes; None for anything else."""
+    if not isinstance(t, External):
+        return None
+    module, _, short = t.name.rpartition(".")
+    if module not in ("collections.abc", "typing", "typing_extensions"):
+        return None
+    found = getattr(collections.abc, short, None)
+    return found if isinstance(found, type) else None
 
 
 _PATH_CLASSES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath",

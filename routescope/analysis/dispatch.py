@@ -425,6 +425,33 @@ def _run_model_init(engine: Engine, rules: FrameworkRules, site: ModelSite,
         engine.only_module = None
 
 
+def _quant_config(engine: Engine, rules: FrameworkRules, quant: str, notes: list[str]) -> Value:
+    """The QuantizationConfig the framework's loader builds for a quantized deployment (the
+    rules name the builder; it is called with the loader's arguments of the same names)."""
+    loader_rule = rules.data["models"].get("loader") or {}
+    loader = resolve_entry(engine, loader_rule.get("function", ""))
+    builder = resolve_entry(engine, loader_rule.get("quant_config", ""))
+    if not isinstance(loader, FunctionVal) or not isinstance(builder, FunctionVal):
+        return Unknown(f"the {quant} quantization config: no loader builder in this version")
+    params = {a.arg for a in builder.node.args.args}
+    args = {k: engine.rule_value(text, loader) for k, text in loader_rule["args"].items()
+            if k in params}  # fmt: skip
+    outs = _phase(
+        engine,
+        PHASE_STEPS["model"],
+        f"the quantization config ({builder.qualname})",
+        lambda: engine.call(PathState(envs=[{}]), builder, [], args, None),
+    )
+    stopped = next((st.stopped for st, _ in outs if st.stopped), "")
+    values = [v for _, v in outs]
+    if stopped or len(outs) != 1 or not isinstance(values[0], Instance):
+        why = stopped or (describe(values[0]) if len(outs) == 1 else "several outcomes")
+        notes.append(f"the {quant} quantization config was not built: {why}")
+        return Unknown(f"the {quant} quantization config ({why})")
+    _commit_agreed([outs[0][0]], None)  # its fields as the builder set them
+    return values[0]
+
+
 def _commit_agreed(states: list[PathState], skip: Value | None) -> None:
     """Make what a phase wrote on objects their own, for the phases after it: a field every
     path agrees on keeps its value, objects of one kind join field by field, the rest become
@@ -513,7 +540,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     site = find_block(engine, model_cls, router_cls)
     quant = dep.quant or spec.quantization.value
     quant_config: Value = Const(None, ("unquantized checkpoint",)) if quant in (None, "bf16") else \
-        Unknown(f"quantization config objects ({quant}) are not modelled yet")  # fmt: skip
+        _quant_config(engine, rules, quant, notes)  # fmt: skip
     layer = (
         spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
     )

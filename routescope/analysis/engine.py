@@ -468,6 +468,8 @@ class Engine(StmtMixin):
                             ),
                         )
                     ]
+            if obj.label == "config" and obj.cls is None and name == "to_dict":
+                return [(st, _ConfigToDict(obj))]  # PretrainedConfig.to_dict()
             label = obj.label or (obj.cls.qualname if obj.cls else "object")
             return [(st, Unknown(f"{label} has no attribute {name}"))]
         if isinstance(obj, ClassVal):
@@ -711,6 +713,8 @@ class Engine(StmtMixin):
                                 made_at=made, contiguous=flat))]  # fmt: skip
         if isinstance(fn, _DictMethod):
             return [(st, fn.call(st, args, kwargs))]
+        if isinstance(fn, _ConfigToDict) and not args and not kwargs:
+            return [(st, _config_dict(st, fn.config, JOIN_DEPTH))]
         if isinstance(fn, _ListMethod):
             return [(st, fn.call(self, st, args, kwargs))]
         if isinstance(fn, _Register):
@@ -1820,6 +1824,25 @@ class _Partial(Value):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
+
+
+class _ConfigToDict(Value):
+    """`config.to_dict` of the checkpoint's config (a transformers PretrainedConfig)."""
+
+    def __init__(self, config: Instance) -> None:
+        super().__init__()
+        self.config = config
+
+
+def _config_dict(st: PathState, config: Instance, depth: int) -> Value:
+    """PretrainedConfig.to_dict(): its attributes as a dict, sub-configs as dicts."""
+    if depth <= 0:
+        return Unknown("to_dict() of a deeply nested config")
+    fields: dict[str, Value] = {}
+    for k, v in st.fields(config).items():
+        nested = isinstance(v, Instance) and v.cls is None and v.label == "config"
+        fields[repr(k)] = _config_dict(st, v, depth - 1) if nested else v  # type: ignore[arg-type]
+    return Instance(None, fields, "dict")
 
 
 class _DictMethod(Value):

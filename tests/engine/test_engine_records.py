@@ -88,6 +88,35 @@ def route(x):
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
 
 
+def test_collection_abcs_and_the_checkpoint_config(tmp_path: Path) -> None:
+    """isinstance against collections.abc / typing collection ABCs is exact for tracked
+    containers and constants; the checkpoint's config is a PretrainedConfig, not a Mapping,
+    and to_dict() gives its attributes (as SGLang 0.5.23's checkpoint_quantization reads it)."""
+    body = """
+from typing import Mapping, Sequence
+from transformers import PretrainedConfig
+
+def route(x, config):
+    seen = {"a": 1}
+    if not (isinstance(seen, Mapping) and isinstance([1], Sequence) and isinstance((1,), Sequence)
+            and not isinstance("s", Mapping) and not isinstance(seen, Sequence)):
+        return torch.topk(x, 2)
+    if isinstance(config, Mapping) or not isinstance(config, PretrainedConfig):
+        return torch.topk(x, 2)
+    as_dict = config.to_dict()
+    if as_dict.get("quantization_config") is None and as_dict["text_config"]["top_k"] == 8:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    from routescope.analysis.values import Const, Instance
+
+    text = Instance(None, {"top_k": Const(8)}, "config")
+    config = Instance(None, {"model_type": Const("m"), "text_config": text}, "config")
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", Tensor(),
+                config)  # fmt: skip
+    assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
+
+
 def test_dataclass_replace_builds_a_new_record(tmp_path: Path) -> None:
     """dataclasses.replace: the same class, its fields with the changes over them, and
     __post_init__ run again; the original is left as it was (0.5.23's with_phase)."""

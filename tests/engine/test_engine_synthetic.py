@@ -12,7 +12,7 @@ from routescope.analysis.facts import Facts, SinkRule
 from routescope.analysis.index import Index
 from routescope.analysis.interp import Budget
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
-from routescope.analysis.values import Const, Tensor
+from routescope.analysis.values import Const, Tensor, Value
 from routescope.source.local import CheckoutTree
 
 SINKS = [
@@ -35,7 +35,7 @@ def run(index: Index, entry: str, *args: object, facts: Facts | None = None,
         budget: Budget | None = None, **kwargs: object) -> list[TracedPath]:  # fmt: skip
     engine = Engine(index, facts or Facts(sinks=SINKS), budget)
     fn = resolve_entry(engine, entry)
-    vals = [Const(a) if not isinstance(a, Tensor) else a for a in args]
+    vals = [a if isinstance(a, Value) else Const(a) for a in args]
     kw = {k: Const(v) for k, v in kwargs.items()}
     return trace_call(engine, fn, vals, kw)
 
