@@ -34,6 +34,7 @@ class InspectRequest:
     quant: str | None = None
     server_args: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    packages: dict[str, bool] = field(default_factory=dict)  # --package NAME=true|false
     offline: bool = False
     revision: str | None = None
 
@@ -52,6 +53,16 @@ def parse_assignments(items: list[str], what: str, literal: bool) -> dict[str, A
             except ValueError:
                 parsed = value
         out[key.strip()] = parsed
+    return out
+
+
+def parse_packages(items: list[str]) -> dict[str, bool]:
+    """["triton_kernels=false", ...] -> {"triton_kernels": False} (true/false only)."""
+    out: dict[str, bool] = {}
+    for name, value in parse_assignments(items, "--package", literal=True).items():
+        if not isinstance(value, bool):
+            raise RoutescopeError(f"--package {name}={value}", "expected NAME=true or NAME=false")
+        out[name] = value
     return out
 
 
@@ -98,7 +109,12 @@ def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]
     if req.ep is not None:
         server_args.setdefault("ep_size", req.ep)
     dep = Deployment(
-        gpu=gpu, tp=req.tp, quant=req.quant, server_args=server_args, env=dict(req.env)
+        gpu=gpu,
+        tp=req.tp,
+        quant=req.quant,
+        server_args=server_args,
+        env=dict(req.env),
+        packages=dict(req.packages),
     )
 
     def index() -> Any:

@@ -156,6 +156,7 @@ def build_report(
             "tp": dep.tp, "quant": dep.quant or spec.quantization.value or "bf16",
             "server_args": dict(sorted(dep.server_args.items())),
             "env": dict(sorted(dep.env.items())),
+            "packages": dict(sorted(dep.packages.items())),
         }  # fmt: skip
         doc["dispatch"] = dispatch_dict(dispatch)
         from routescope.verdict import build_verdict

@@ -86,6 +86,28 @@ def test_a_server_argument_the_facts_cannot_decide_forks_and_is_named() -> None:
 
 
 @pytest.mark.network
+def test_saying_an_optional_package_is_absent_decides_the_fork() -> None:
+    """The same gpt-oss deployment with `--package triton_kernels=false`: the override's
+    triton_kernels branch is not taken (the driver version no longer matters), the runner stays
+    auto -> Triton and one path is selected; the report's deployment says what was given."""
+    gpt_oss = str(CONFIGS / "openai--gpt-oss-20b.json")
+    req = api.InspectRequest(model=gpt_oss, framework="sglang==0.5.23", gpu="sm120", tp=8,
+                             packages={"triton_kernels": False})  # fmt: skip
+    doc = api.inspect(req)
+    d = doc["dispatch"]
+    assert d["status"] == "selected"
+    assert d["paths"][0]["sink"]["name"].endswith("moe_fused_gate:_router_triton_kernel")
+    assert d["router"]["output_format"]["value"] == "TopKOutputFormat.STANDARD"
+    assert doc["deployment"]["packages"] == {"triton_kernels": False}
+
+
+def test_package_value_must_be_true_or_false(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["inspect", DSV3, "--package", "triton_kernels=maybe"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--package triton_kernels=maybe" in err and err.count("\n") == 1
+
+
+@pytest.mark.network
 def test_custom_routing_function_in_plain_torch_is_the_sink() -> None:
     """Phi-3.5-MoE routes with sparsemixer, a custom routing function of torch ops."""
     d = _dispatch(str(CONFIGS / "microsoft--Phi-3.5-MoE-instruct.json"), "0.5.9", "sm120")

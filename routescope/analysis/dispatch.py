@@ -516,7 +516,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     """Build the model's MoE block with the framework's code and trace its router's forward."""
     start = time.monotonic()
     notes: list[str] = []
-    facts = build_facts(rules, dep.gpu, dep.env)
+    facts = build_facts(rules, dep.gpu, dep.env, dep.packages)
     config = _config_instance(spec)
     # what summaries may name: the checkpoint's config and the device, as routescope read them
     facts.checkpoint = _checkpoint(spec)

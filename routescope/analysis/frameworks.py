@@ -59,8 +59,10 @@ def _fact(text: str, gpu: GpuProfile, origin: str) -> Value:
         raise RoutescopeError(origin, f"fact {text!r} is not a Python literal") from None
 
 
-def build_facts(rules: FrameworkRules, gpu: GpuProfile, env: dict[str, str]) -> Facts:
-    """The platform as the framework's code will see it on `gpu`, plus the user's --env."""
+def build_facts(rules: FrameworkRules, gpu: GpuProfile, env: dict[str, str],
+                packages: dict[str, bool] | None = None) -> Facts:  # fmt: skip
+    """The platform as the framework's code will see it on `gpu`, plus the user's --env and
+    --package."""
     d = rules.data
     platform = d.get("platform", {})
     calls = {k: _fact(v, gpu, f"{rules.path} platform.calls {k}")
@@ -73,7 +75,7 @@ def build_facts(rules: FrameworkRules, gpu: GpuProfile, env: dict[str, str]) -> 
         attributes=attributes,
         calls=calls,
         env=dict(env),
-        packages=dict(d["packages"]),
+        packages={**d["packages"], **(packages or {})},
         sinks=sinks,
         summaries={s["function"]: s["returns"] for s in d.get("summaries", [])},
         opaque=list(d.get("opaque", [])),

@@ -33,6 +33,11 @@ def inspect(
     ),
     set_: list[str] = typer.Option([], "--set", help="Server argument KEY=VALUE (repeatable)."),
     env: list[str] = typer.Option([], "--env", help="Environment variable KEY=VALUE (repeatable)."),
+    package: list[str] = typer.Option(
+        [],
+        "--package",
+        help="Optional package NAME=true|false: whether it imports on the server (repeatable).",
+    ),
     revision: str | None = typer.Option(
         None, "--revision", help="Hub revision (branch, tag, commit)."
     ),
@@ -45,7 +50,8 @@ def inspect(
     req = api.InspectRequest(
         model=model, framework=framework, framework_src=framework_src, gpu=gpu, tp=tp, ep=ep,
         quant=quant, server_args=api.parse_assignments(set_, "--set", literal=True),
-        env=api.parse_assignments(env, "--env", literal=False), offline=offline, revision=revision,
+        env=api.parse_assignments(env, "--env", literal=False),
+        packages=api.parse_packages(package), offline=offline, revision=revision,
     )  # fmt: skip
     spec, doc = api.inspect_with_spec(req)
     if fmt is TextOrJson.json:
