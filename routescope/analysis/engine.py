@@ -38,6 +38,7 @@ from routescope.analysis.interp import (
     seq_items,
     snapshot,
     typing_call,
+    update_view,
 )
 from routescope.analysis.state import Frame, PathState, SinkHit
 from routescope.analysis.stmts import (
@@ -61,7 +62,6 @@ from routescope.analysis.values import (
     Unknown,
     Value,
     describe,
-    rest_of_dicts,
 )  # fmt: skip
 
 _BUILTINS = builtin_names() | {
@@ -682,16 +682,10 @@ class Engine(StmtMixin):
             if isinstance(fn.target.value, PurePosixPath) and fn.name in _PATH_METHODS:
                 return [(st, self.fs_query(_PATH_METHODS[fn.name], fn.target, f"Path.{fn.name}"))]
             if isinstance(fn.target.value, PurePosixPath) and fn.name == "glob":
-                pattern = args[0] if len(args) == 1 and isinstance(args[0], Const) else None
-                where = None if pattern is None else fn.target.value / str(pattern.value)
-                found = None if where is None else self._fs_call(
-                    "glob.glob", [Const(str(where), fn.target.origins)]
-                )  # fmt: skip
-                if found is None:
-                    return [(st, Unknown("result of Path.glob()"))]
-                items = seq_items(st, found) or []  # Path objects, as Path.glob yields them
-                return [(st, new_list([Const(PurePosixPath(i.value), i.origins) for i in items
-                                       if isinstance(i, Const)]))]  # fmt: skip
+                pattern = args[0].value if len(args) == 1 and isinstance(args[0], Const) else None
+                found = None if pattern is None else \
+                    self._listing(str(fn.target.value / str(pattern)), PurePosixPath)  # fmt: skip
+                return [(st, found or Unknown("result of Path.glob()"))]
             return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, _TensorMethod):
             shape = fn.tensor.shape
@@ -1035,16 +1029,22 @@ class Engine(StmtMixin):
                             for a in args):  # fmt: skip
                 return Const(PurePosixPath(*(a.value for a in args)), merge_origins(*args))  # type: ignore[attr-defined]
             return None
-        cp = self.facts.checkpoint
-        if name == "glob.glob" and args and isinstance(args[0], Const) and cp is not None:
-            found = cp.listing(str(args[0].value))
-            if found is not None:
-                return new_list([Const(f, (f"checkpoint {cp.root}: {cp.origin}",)) for f in found])
-            return None
+        if name == "glob.glob" and args and isinstance(args[0], Const):
+            return self._listing(str(args[0].value), str)
         kind = _FS_QUERIES.get(name)
         if kind is None or len(args) != 1:
             return None
         return self.fs_query(kind, args[0], name)
+
+    def _listing(self, pattern: str, kind: type) -> Value | None:
+        """The checkpoint paths matching a glob pattern as a new list of `kind` (str for
+        glob.glob, a path for Path.glob); None when the listing is not known."""
+        cp = self.facts.checkpoint
+        found = cp.listing(pattern) if cp is not None else None
+        if found is None:
+            return None
+        origin = (f"checkpoint {cp.root}: {cp.origin}",)  # type: ignore[union-attr]
+        return new_list([Const(kind(f), origin) for f in found])
 
     def fs_query(self, kind: str, arg: Value, what: str) -> Value:
         cp = self.facts.checkpoint
@@ -1840,8 +1840,9 @@ def _config_dict(st: PathState, config: Instance, depth: int) -> Value:
         return Unknown("to_dict() of a deeply nested config")
     fields: dict[str, Value] = {}
     for k, v in st.fields(config).items():
-        nested = isinstance(v, Instance) and v.cls is None and v.label == "config"
-        fields[repr(k)] = _config_dict(st, v, depth - 1) if nested else v  # type: ignore[arg-type]
+        if isinstance(v, Instance) and v.cls is None and v.label == "config":
+            v = _config_dict(st, v, depth - 1)
+        fields[repr(k)] = v
     return Instance(None, fields, "dict")
 
 
@@ -1861,11 +1862,7 @@ class _DictMethod(Value):
         key = repr(args[0].value) if args and isinstance(args[0], Const) else None
         if self.name == "update":
             if args and isinstance(args[0], Instance) and args[0].label == "dict":
-                other = st.fields(args[0])
-                rest = rest_of_dicts([f.get(LIST_UNKNOWN), other.get(LIST_UNKNOWN)])
-                f.update(other)
-                if rest is not None:
-                    f[LIST_UNKNOWN] = rest
+                update_view(f, st.fields(args[0]))
             elif args:
                 f[LIST_UNKNOWN] = Unknown("dict updated from an unknown value")
             f.update({repr(k): v for k, v in kwargs.items()})

@@ -182,6 +182,15 @@ def _open_set_minus(st: PathState, a: Value, b: Value) -> Value | None:
     return Instance(None, fields, "set")
 
 
+def update_view(view: dict[str, Value], other: dict[str, Value]) -> None:
+    """`view.update(other)` for two dicts' path views: what either may also hold ("*") is
+    combined, not overwritten by `other`'s."""
+    rest = rest_of_dicts([view.get(LIST_UNKNOWN), other.get(LIST_UNKNOWN)])
+    view.update(other)
+    if rest is not None:
+        view[LIST_UNKNOWN] = rest
+
+
 def key_absent(view: dict[str, Value], key: str) -> bool:
     """Is `key` (a repr) known to be absent from a dict this path sees as `view`?"""
     if key in view:
@@ -475,11 +484,7 @@ class ExprMixin:
                 part = self._one(st, value)
                 if not (isinstance(part, Instance) and part.label == "dict" and part.cls is None):
                     return [(st, Unknown("dict with ** of an unknown mapping"))]
-                view = st.fields(part)
-                rest = rest_of_dicts([fields.get(LIST_UNKNOWN), view.get(LIST_UNKNOWN)])
-                fields.update(view)
-                if rest is not None:
-                    fields[LIST_UNKNOWN] = rest
+                update_view(fields, st.fields(part))
                 continue
             k, v = self._one(st, key), self._one(st, value)
             if not isinstance(k, Const) or v is None:
