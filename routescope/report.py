@@ -103,17 +103,12 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         status = "forked" if len(reps) > 1 else "unknown"
     undecided: dict[tuple[str, int], dict[str, Any]] = {}
     if not decided:
-        for dec in d.setup_undecided:  # the server-argument phase: upstream of every path
+        setup = [(dec, {"phase": "server arguments"}) for dec in d.setup_undecided]
+        for dec, extra in [*setup, *((dec, {}) for p, _ in reps for dec in p.undecided())]:
             undecided.setdefault((dec.file, dec.line), {
                 "file": dec.file, "line": dec.line, "condition": dec.text,
-                "undecided_because": dec.reason, "phase": "server arguments",
+                "undecided_because": dec.reason, **extra,
             })  # fmt: skip
-        for p, _ in reps:
-            for dec in p.undecided():
-                undecided.setdefault((dec.file, dec.line), {
-                    "file": dec.file, "line": dec.line, "condition": dec.text,
-                    "undecided_because": dec.reason,
-                })  # fmt: skip
     router = None
     if d.router is not None:
         router = {k: {"value": v, "origins": list(o)} for k, (v, o) in d.router.settings.items()}

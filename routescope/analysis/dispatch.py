@@ -130,7 +130,7 @@ def _checkpoint(spec: RoutingSpec) -> Checkpoint:
 
 
 def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, notes: list[str],
-                 forks: list[Decision] | None = None) -> Value:  # fmt: skip
+                 forks: list[Decision]) -> Value:  # fmt: skip
     """The framework's server-argument object: its defaults, --set, --tp, then its own
     post-processing (per-GPU and per-model overrides), then the start-up install steps.
     Conditions a step could not decide (its paths were joined) go to `forks`."""
@@ -172,7 +172,7 @@ def _server_args(engine: Engine, rules: FrameworkRules, dep: Deployment, notes: 
             if stopped:
                 notes.append(f"server-argument step {step} did not finish: {stopped}")
                 unsettled = True
-            if forks is not None and len(outs) > 1:  # the roots: not undecided by a join
+            if len(outs) > 1:  # the roots: not undecided by a join
                 forks.extend(d for s, _ in outs for d in s.decisions
                              if d.value is None and not d.reason.startswith(JOINED))  # fmt: skip
             _commit_agreed([s for s, _ in outs], inst)  # what the step wrote on other objects
@@ -429,8 +429,10 @@ def _quant_config(engine: Engine, rules: FrameworkRules, quant: str, notes: list
     """The QuantizationConfig the framework's loader builds for a quantized deployment (the
     rules name the builder; it is called with the loader's arguments of the same names)."""
     loader_rule = rules.data["models"].get("loader") or {}
-    loader = resolve_entry(engine, loader_rule.get("function", ""))
-    builder = resolve_entry(engine, loader_rule.get("quant_config", ""))
+    if "quant_config" not in loader_rule:
+        return Unknown(f"the {quant} quantization config: the rules name no builder")
+    loader = resolve_entry(engine, loader_rule["function"])
+    builder = resolve_entry(engine, loader_rule["quant_config"])
     if not isinstance(loader, FunctionVal) or not isinstance(builder, FunctionVal):
         return Unknown(f"the {quant} quantization config: no loader builder in this version")
     params = {a.arg for a in builder.node.args.args}
