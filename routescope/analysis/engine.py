@@ -21,7 +21,7 @@ from routescope.analysis.builtins import (
     const_attribute,
     ordered,
 )
-from routescope.analysis.facts import Facts
+from routescope.analysis.facts import Facts, SinkRule
 from routescope.analysis.interp import (
     LIST_UNKNOWN,
     SEQ_LIMIT,
@@ -129,6 +129,17 @@ def _same(a: Value | None, b: Value | None) -> bool:
 class ModuleSource(Protocol):
     def module(self, name: str) -> Any: ...
     def has_module(self, name: str) -> bool: ...
+    def decorator_users(self, module: str, names: set[str]) -> list[str]: ...
+
+
+def _decorator_factory(node: ast.stmt) -> bool:
+    """`def register(key): def decorator(fn): ...; return decorator`: a function that returns
+    a function it defines (what a registering decorator with arguments looks like)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    inner = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
+               for n in node.body)  # fmt: skip
 
 
 class _Ctx:
@@ -218,6 +229,14 @@ class Engine(StmtMixin):
             self.budget.local = [(limit + spent, why) for limit, why in outer]
             self.ctx.pop()
             self.loading.discard(name)
+        # Registries filled by decorators at import time (`@register_fused_func("none",
+        # "flashinfer_trtllm")`): the server has imported the modules that register long before
+        # it reads the registry (through import chains this engine resolves lazily), so the
+        # modules beside this one that decorate with one of its decorator factories are loaded
+        # with it, and a lookup finds what they registered.
+        factories = {n.name for n in info.tree.body if _decorator_factory(n)}
+        for user in self.index.decorator_users(name, factories) if factories else ():
+            self.load_module(user)
         return mod
 
     def _module_stmt(self, mod: ModuleVal, st: PathState, stmt: ast.stmt) -> None:
@@ -430,6 +449,8 @@ class Engine(StmtMixin):
             return [(st, _ListMethod(obj, name))]
         if isinstance(obj, Instance) and is_set(obj):
             return [(st, _SetMethod(obj, name))]
+        if isinstance(obj, Instance) and obj.label == _CONTEXT_VAR and obj.cls is None:
+            return [(st, _ContextVarMethod(obj, name))]
         if isinstance(obj, Instance):
             fields = st.fields(obj)
             if name in fields:
@@ -554,11 +575,14 @@ class Engine(StmtMixin):
         mod = self.ctx[-1].module
         owner_prefix = self.ctx[-1].prefix
         qual = f"{mod.name}:{owner_prefix}{node.name}"
-        closure = (
-            dict(st.env)
-            if len(st.envs) > 1 or (owner_prefix == "" and st.env is not mod.globals)
-            else None
-        )
+        if owner_prefix:
+            # a method: the class bodies it sits in are no scope of its body (Python resolves
+            # a bare name there in the enclosing function, then the module), so a method that
+            # calls the module's function of its own name calls the function
+            scopes = st.envs[: len(st.envs) - owner_prefix.count(".")]
+            closure = dict(scopes[-1]) if scopes and scopes[-1] is not mod.globals else None
+        else:
+            closure = dict(st.env) if len(st.envs) > 1 or st.env is not mod.globals else None
         fn = FunctionVal(
             qual,
             node,
@@ -711,6 +735,8 @@ class Engine(StmtMixin):
             return [(st, _config_dict(st, fn.config, JOIN_DEPTH))]
         if isinstance(fn, _ListMethod):
             return [(st, fn.call(self, st, args, kwargs))]
+        if isinstance(fn, _ContextVarMethod):
+            return [(st, fn.call(st, args))]
         if isinstance(fn, _Register):
             if len(args) >= 2 and isinstance(args[0], Const) and isinstance(args[0].value, str):
                 st.write(fn.target, args[0].value, args[1])
@@ -875,6 +901,10 @@ class Engine(StmtMixin):
             return [(st, dataclasses.replace(getter, decorators=(*getter.decorators, "property")))]
         if name == "functools.partial" and args:
             return [(st, _Partial(self._resolve(args[0]), list(args[1:]), dict(kwargs)))]
+        if name == "contextvars.ContextVar" and args:
+            # a context variable: its value on this path, else its default
+            default = {"default": kwargs["default"]} if "default" in kwargs else {}
+            return [(st, Instance(None, {"name": args[0], **default}, _CONTEXT_VAR))]
         if name in ("re.match", "re.search", "re.fullmatch") and all(
             isinstance(a, Const) for a in args
         ):
@@ -927,9 +957,7 @@ class Engine(StmtMixin):
             return [(st, builtin)]
         rule = self.facts.sink_for_external(name)
         if rule is not None:
-            return [
-                (st, self._hit_sink(st, name, rule.kind, rule.id, node, [*args, *kwargs.values()]))
-            ]
+            return [(st, self._hit_sink(st, name, rule, node, args, kwargs))]
         if name.startswith(_NON_TENSOR_TORCH):
             return [(st, Unknown(f"result of {name}()"))]
         if name in _PARAMETER and args and isinstance(args[0], Tensor):
@@ -1086,16 +1114,19 @@ class Engine(StmtMixin):
             return None
         return (self.current_function(), self.current_file(), getattr(node, "lineno", 0))
 
-    def _hit_sink(self, st: PathState, name: str, kind: str, rule: str, node: ast.AST | None,
-                  inputs: list[Value]) -> Tensor:  # fmt: skip
+    def _hit_sink(self, st: PathState, name: str, rule: SinkRule, node: ast.AST | None,
+                  args: list[Value], kwargs: dict[str, Value]) -> Tensor:  # fmt: skip
         """A routing-capable kernel was called. Its output belongs to whichever sink produced its
         tensor inputs (post-processing of routed ids), else it is itself the producer; tensors it
         receives that no sink wrote yet are its outputs written in place."""
+        inputs = [*args, *kwargs.values()]
         inherited = _producer_of(inputs, st.claims)
         if inherited is not None:
             return Tensor(producer=inherited)
-        hit = SinkHit(name, kind, self.current_file(), getattr(node, "lineno", 0),
-                      self.current_function(), rule)  # fmt: skip
+        shown = tuple((k, describe(v := self._resolve(kwargs[k])), v.origins)
+                      for k in rule.args if k in kwargs)  # fmt: skip
+        hit = SinkHit(name, rule.kind, self.current_file(), getattr(node, "lineno", 0),
+                      self.current_function(), rule.id, shown)  # fmt: skip
         st.sinks.append(hit)
         for t in _tensors(inputs):
             if t.producer is None and id(t) not in st.claims:
@@ -1187,8 +1218,7 @@ class Engine(StmtMixin):
         """Enter a framework function, or record it as the sink, or apply its summary."""
         decorated = self.facts.sink_for_decorators(fn.decorators)
         if decorated is not None and decorated.kind != "none":
-            out = self._hit_sink(st, fn.qualname, decorated.kind, decorated.id, node,
-                                 [*args, *kwargs.values()])  # fmt: skip
+            out = self._hit_sink(st, fn.qualname, decorated, node, args, kwargs)
             return [(st, "return", out)]
         if any(d.endswith("contextmanager") for d in fn.decorators):
             return [(st, "return", _ContextManager(fn, args, kwargs))]  # runs when entered
@@ -1892,6 +1922,39 @@ class _DictMethod(Value):
 
 
 _REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module"}
+
+
+_CONTEXT_VAR = "ContextVar"
+
+
+class _ContextVarMethod(Value):
+    """get / set / reset of a contextvars.ContextVar: the value lives on the path (as a field
+    the path writes), so a `with` block that sets it holds it until its reset."""
+
+    def __init__(self, var: Instance, name: str) -> None:
+        super().__init__()
+        self.var, self.name = var, name
+
+    def call(self, st: PathState, args: list[Value]) -> Value:
+        view = st.fields(self.var)
+        if self.name == "get":
+            got = view.get("value") or view.get("default") or (args[0] if args else None)
+            return got if got is not None else Unknown(f"ContextVar {describe(view['name'])} "
+                                                       "has no value on this path")  # fmt: skip
+        if self.name == "set" and len(args) == 1:
+            token = Instance(None, {"old": view["value"]} if "value" in view else {}, "Token")
+            st.write(self.var, "value", args[0])
+            return token
+        if self.name == "reset" and len(args) == 1 and isinstance(args[0], Instance):
+            old = st.fields(args[0]).get("old")
+            fields = dict(view)
+            if old is None:  # back to no value of its own: the default answers again
+                fields.pop("value", None)
+            else:
+                fields["value"] = old
+            st.replace_fields(self.var, fields)
+            return Const(None)
+        return Unknown(f"ContextVar.{self.name}()")
 
 
 class _Register(Value):

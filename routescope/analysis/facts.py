@@ -17,6 +17,7 @@ class SinkRule:
     kind: str
     external: str = ""  # glob on the external callee, "sgl_kernel.*"
     decorator: str = ""  # glob on a framework function's decorator, "torch.compile"
+    args: tuple[str, ...] = ()  # the call's keyword arguments reports show (routing_method_type)
 
     def matches_external(self, name: str) -> bool:
         return bool(self.external) and fnmatch.fnmatchcase(name, self.external)

@@ -69,8 +69,8 @@ def build_facts(rules: FrameworkRules, gpu: GpuProfile, env: dict[str, str],
              for k, v in platform.get("calls", {}).items()}  # fmt: skip
     attributes = {k: _fact(v, gpu, f"{rules.path} platform.attributes {k}")
                   for k, v in platform.get("attributes", {}).items()}  # fmt: skip
-    sinks = [SinkRule(s["id"], s["kind"], s.get("external", ""), s.get("decorator", ""))
-             for s in d["sinks"]]  # fmt: skip
+    sinks = [SinkRule(s["id"], s["kind"], s.get("external", ""), s.get("decorator", ""),
+                      tuple(s.get("args", ()))) for s in d["sinks"]]  # fmt: skip
     return Facts(
         attributes=attributes,
         calls=calls,

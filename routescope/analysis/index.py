@@ -5,6 +5,7 @@ looked up through base classes. The trace engine and `routescope source` read co
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from routescope.analysis.modules import ModuleInfo, module_name, parse_module
@@ -14,6 +15,8 @@ from routescope.errors import RoutescopeError
 from routescope.source.tree import SourceTree
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# a top-level decorator that is a call: `@register(...)` or `@pool.register(...)` -> "register"
+_DECORATOR_CALL = re.compile(rb"^@(?:\w+\.)*(\w+)\(", re.M)
 
 
 class Index:
@@ -28,6 +31,7 @@ class Index:
                 self._paths[name] = relpath
         self._modules: dict[str, ModuleInfo] = {}
         self._bindings: dict[str, dict[str, list[Binding]]] = {}
+        self._decorators: dict[str, dict[str, frozenset[str]]] = {}  # directory -> module -> names
 
     def module_names(self) -> list[str]:
         return sorted(self._paths)
@@ -46,6 +50,24 @@ class Index:
             info = parse_module(name, relpath, self.tree.read_bytes(relpath))
             self._modules[name] = info
         return info
+
+    def decorator_users(self, module: str, names: set[str]) -> list[str]:
+        """The other modules of `module`'s directory that decorate a top-level definition with a
+        call of one of `names` (`@register_fused_func("none", ...)` at column 0). A text scan:
+        nothing is parsed, and each directory is read once."""
+        relpath = self._paths.get(module)
+        if relpath is None or not names:
+            return []
+        directory = relpath.rpartition("/")[0]
+        found = self._decorators.get(directory)
+        if found is None:
+            found = {}
+            for name, rel in self._paths.items():
+                if rel.rpartition("/")[0] == directory and rel.endswith(".py"):
+                    text = self.tree.read_bytes(rel)
+                    found[name] = frozenset(m.decode() for m in _DECORATOR_CALL.findall(text))
+            self._decorators[directory] = found
+        return sorted(n for n, used in found.items() if n != module and used & names)
 
     def unparseable(self) -> dict[str, str]:
         """Modules read so far that did not parse, with the reason."""

@@ -55,6 +55,8 @@ class SinkHit:
     line: int
     function: str  # the framework function making the call
     rule: str  # the rule id that classified it
+    # the call's arguments the rule names, described, with where each value came from
+    args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 @dataclass

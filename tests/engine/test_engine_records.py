@@ -180,3 +180,33 @@ def route(x):
                   frozenset({"config.json"}), "test"))  # fmt: skip
     assert _kinds(tmp_path, body, known) == ["cuda_kernel"]
     assert set(_kinds(tmp_path / "unknown", body)) == {"cuda_kernel", "torch"}  # no facts: both
+
+
+def test_context_var_default_set_and_reset(tmp_path: Path) -> None:
+    """contextvars.ContextVar: its default until a `with` block sets it, the set value inside,
+    the default again after the reset (0.5.23's deferred-finalize switch of the TRT-LLM MoE)."""
+    body = """
+import contextvars
+from contextlib import contextmanager
+
+_enabled = contextvars.ContextVar("enabled", default=False)
+_unset = contextvars.ContextVar("unset")
+
+@contextmanager
+def enabled_context(on=True):
+    token = _enabled.set(on)
+    try:
+        yield
+    finally:
+        _enabled.reset(token)
+
+def route(x):
+    before = _enabled.get()
+    with enabled_context():
+        inside = _enabled.get()
+    after = _enabled.get()
+    if before is False and inside is True and after is False and _unset.get(7) == 7:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]

@@ -265,3 +265,88 @@ def test_unknown_argument_forks_and_names_reason(tmp_path: Path, flag: bool) -> 
     assert len(paths) == 2 and all("--moe-mode" in p.decisions[0].reason for p in paths)
     known = trace_call(engine, fn, [Tensor(), Const(flag)], {})
     assert len(known) == 1 and (known[0].sink is not None) == flag
+
+
+def test_decorator_registry_is_filled_by_the_modules_beside_it(tmp_path: Path) -> None:
+    """A registry filled at import by `@register(...)` in other modules of its package (SGLang's
+    FusedOpPool): the server imported those modules before the lookup, so the lookup finds what
+    they registered although nothing on the path imports them."""
+    index = make_tree(
+        tmp_path,
+        {
+            "pool/__init__.py": "",
+            "pool/base.py": """
+        class Pool:
+            funcs = {}
+
+        def register(key):
+            def decorator(fn):
+                Pool.funcs[key] = fn
+                return fn
+            return decorator
+
+        def lookup(key):
+            return Pool.funcs.get(key)
+    """,
+            "pool/fast.py": """
+        from fastk import topk_fast
+        from fw.pool.base import register
+
+        @register("fast")
+        def run_fast(x):
+            return topk_fast(x)
+    """,
+            "route.py": """
+        import torch
+        from fw.pool.base import lookup
+
+        def route(x):
+            fn = lookup("fast")
+            if fn is None:
+                return torch.topk(x, 2)
+            return fn(x)
+    """,
+        },
+    )
+    paths = run(index, "fw.route:route", Tensor())
+    assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
+
+
+def test_a_method_does_not_see_its_class_body(tmp_path: Path) -> None:
+    """A bare name in a method is the module's (or an enclosing function's), never the class
+    body's: SGLang 0.5.23's Fp8MoEMethod.get_moe_runner_backend(self, layer) calls the module
+    function get_moe_runner_backend() inside its other methods."""
+    index = make_tree(
+        tmp_path,
+        {
+            "route.py": """
+        import torch
+        from fastk import topk_fast
+
+        def backend():
+            return "fast"
+
+        def make():
+            level = 2
+            class Local:
+                level = 3
+                def get(self):
+                    return level
+            return Local()
+
+        class Method:
+            def backend(self, layer):
+                return "slow"
+
+            def pick(self):
+                return backend()
+
+        def route(x):
+            if Method().pick() == "fast" and make().get() == 2:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+        },
+    )
+    paths = run(index, "fw.route:route", Tensor())
+    assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
