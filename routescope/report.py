@@ -27,8 +27,11 @@ SCHEMA_VERSION = "1.0"
 def _sink(h: SinkHit | None) -> dict[str, Any] | None:
     if h is None:
         return None
-    return {"name": h.name, "kind": h.kind, "file": h.file, "line": h.line,
-            "called_from": h.function, "rule": h.rule}  # fmt: skip
+    out: dict[str, Any] = {"name": h.name, "kind": h.kind, "file": h.file, "line": h.line,
+                           "called_from": h.function, "rule": h.rule}  # fmt: skip
+    if h.args:  # what the rule asks to show of the call (a fused MoE kernel's routing method)
+        out["args"] = [{"name": n, "value": v, "origins": list(o)} for n, v, o in h.args]
+    return out
 
 
 def _decision(d: Decision) -> dict[str, Any]:
@@ -64,6 +67,11 @@ def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
         ],
         "decisions": [_decision(d) for d in p.decisions],
         "setup_decisions": [_decision(d) for d in _dedupe(p.setup)],
+        "handoff": (
+            {"to": p.handoff[0], "frame": p.handoff[1], "decision": p.handoff[2]}
+            if p.handoff
+            else None
+        ),
     }
 
 

@@ -46,11 +46,15 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
     assert dispatch["status"] == "selected", (dispatch["status"], dispatch["notes"])
     (path,) = dispatch["paths"]
     sink = path["sink"]
-    if case["kind"] == "bypassed":
+    if case["kind"] == "bypassed":  # the router routes nothing and the kernel is not named
         assert sink is None and path["outcome"] == "return"
     else:
         assert sink is not None
         assert (sink["name"], sink["kind"]) == (case["sink"], case["kind"])
+    if "routing_method" in case:  # what a fused MoE kernel is told to do
+        given = {a["name"]: a["value"] for a in sink.get("args", [])}
+        assert given["routing_method_type"].rsplit(".", 1)[-1] == case["routing_method"]
+        assert path["handoff"] is not None  # the router handed its logits on
     if "router_top_k" in case:
         assert dispatch["router"]["top_k"]["value"] == str(case["router_top_k"])
     for setting in ("output_format", "runner_backend"):  # enum members: compare by name

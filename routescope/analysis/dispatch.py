@@ -326,6 +326,51 @@ def _find_router(
     return None
 
 
+def _into_consumer(engine: Engine, rules: FrameworkRules, block: Value,
+                   traced: list[TracedPath], notes: list[str]) -> list[TracedPath]:  # fmt: skip
+    """A router path that hands its inputs on without routing (no kernel, a returned record:
+    SGLang's BYPASSED format) goes on into the layer the block hands the result to, where the
+    routing then happens (the fused MoE kernel). When no way through that layer reaches a
+    kernel, the router's own path stands (routing is still not done by the router), with a
+    note saying why the kernel is not named."""
+    rule = rules.data["router"].get("consumer")
+    if not rule:
+        return traced
+    cls = resolve_entry(engine, rule["class"])
+    if not isinstance(cls, ClassVal):
+        return traced
+    out: list[TracedPath] = []
+    for p in traced:
+        if p.sink is not None or p.outcome != "return" or p.end is None or p.value is None:
+            out.append(p)
+            continue
+        consumer = _find_router(p.end, block, cls)
+        if consumer is None:
+            out.append(p)
+            continue
+        fn = engine.attribute(p.end, consumer, rule["call"])[0][1]
+        engine.budget.push(PHASE_STEPS["trace"], "the consumer trace exceeded its budget")
+        engine.tracing = True
+        try:
+            more = trace_call(engine, fn, [Tensor(), p.value], {}, start=p.end)
+        finally:
+            engine.tracing = False
+            engine.budget.pop()
+        handoff = (getattr(fn, "qualname", rule["call"]), len(p.frames), len(p.decisions))
+        if not any(q.sink for q in more):
+            why = next((q.stopped or q.result for q in more if q.stopped or q.result), "")
+            notes.append(f"the router hands its result to {handoff[0]}, whose trace reached no "
+                         f"kernel ({why or 'no kernel call on any path'}): the MoE kernel that "
+                         "routes is not named")  # fmt: skip
+            out.append(p)
+            continue
+        for q in more:
+            out.append(TracedPath((*p.decisions, *q.decisions), (*p.frames, *q.frames), q.sink,
+                                  q.outcome, q.result, q.stopped, (*p.kernels, *q.kernels),
+                                  p.setup, handoff, q.end, q.value))  # fmt: skip
+    return out
+
+
 def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
     init = cls.lookup("__init__")
     node = getattr(init, "node", None)
@@ -339,7 +384,7 @@ def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
 
 
 def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
-                 router_cls: ClassVal) -> list[tuple[PathState, Value]]:  # fmt: skip
+                 router_cls: ClassVal) -> list[tuple[PathState, Value, Value]]:  # fmt: skip
     """Construct the block as its parent does when the block needs arguments only the parent
     knows (Mixtral's MoE takes top_k from its decoder layer); else the block itself."""
     cls = site.block_class
@@ -355,7 +400,7 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
         record_inputs=True,
     )
     return [
-        (s, _find_router(s, v, router_cls) or Unknown("the block built no router"))
+        (s, v, _find_router(s, v, router_cls) or Unknown("the block built no router"))
         for s, v in built
     ]
 
@@ -446,11 +491,14 @@ def _quant_config(engine: Engine, rules: FrameworkRules, quant: str, notes: list
     )
     stopped = next((st.stopped for st, _ in outs if st.stopped), "")
     values = [v for _, v in outs]
-    if stopped or len(outs) != 1 or not isinstance(values[0], Instance):
+    # the builder's ways through may differ after it made the config (0.5.9 renames weights
+    # on it or not): one object returned on every way is the config, its fields joined
+    one = bool(values) and all(v is values[0] for v in values)
+    if stopped or not one or not isinstance(values[0], Instance):
         why = stopped or (describe(values[0]) if len(outs) == 1 else "several outcomes")
         notes.append(f"the {quant} quantization config was not built: {why}")
         return Unknown(f"the {quant} quantization config ({why})")
-    _commit_agreed([outs[0][0]], None)  # its fields as the builder set them
+    _commit_agreed([st for st, _ in outs], None)  # its fields as the builder set them
     return values[0]
 
 
@@ -480,27 +528,52 @@ def _reported_args(engine: Engine, rules: FrameworkRules,
     """The server arguments the rules name under `report`, each as the server resolved it: read
     through the release's own reader where it has one (0.5.20+: the last declaration, else the
     input, else the declared fallback), else the field after post-processing."""
-    sa = rules.data.get("server_args", {})
     if not isinstance(server_args, Instance):
         return ()
-    reader = next((f for f in (resolve_entry(engine, q) for q in sa.get("resolved_by", []))
-                   if isinstance(f, FunctionVal)), None)  # fmt: skip
     out = []
-    for name in sa.get("report", []):
-        value: Value = server_args.fields.get(name) or Unknown(f"no server argument {name}")
-        if reader is not None:
-            engine.budget.push(PHASE_STEPS["block"], f"reading server argument {name}")
-            try:
-                got = engine.call(
-                    PathState(envs=[{}]), reader, [server_args, Const(name)], {}, None
-                )
-                value = got[0][1] if len(got) == 1 else Unknown(f"{name} has several values")
-            except BudgetExceeded as exc:
-                value = Unknown(str(exc))
-            finally:
-                engine.budget.pop()
+    for name in rules.data.get("server_args", {}).get("report", []):
+        value = _resolved_arg(engine, rules, server_args, name)
         out.append((name, describe(value), value.origins))
     return tuple(out)
+
+
+def _resolved_arg(engine: Engine, rules: FrameworkRules, server_args: Value, name: str) -> Value:
+    """One server argument as the server resolved it: through the release's own reader where it
+    has one, else the field after post-processing."""
+    if not isinstance(server_args, Instance):
+        return Unknown(f"server argument {name}: the server arguments are unknown")
+    reader = next((f for f in (resolve_entry(engine, q) for q in
+                               rules.data.get("server_args", {}).get("resolved_by", []))
+                   if isinstance(f, FunctionVal)), None)  # fmt: skip
+    value: Value = server_args.fields.get(name) or Unknown(f"no server argument {name}")
+    if reader is None:
+        return value
+    engine.budget.push(PHASE_STEPS["block"], f"reading server argument {name}")
+    try:
+        got = engine.call(PathState(envs=[{}]), reader, [server_args, Const(name)], {}, None)
+        return got[0][1] if len(got) == 1 else Unknown(f"{name} has several values")
+    except BudgetExceeded as exc:
+        return Unknown(str(exc))
+    finally:
+        engine.budget.pop()
+
+
+def _served_quantization(engine: Engine, rules: FrameworkRules, server_args: Value,
+                         asked: str | None, notes: list[str]) -> str | None:  # fmt: skip
+    """The quantization the model is built with: the server argument the rules name, as the
+    server resolved it (SGLang 0.5.9 makes DeepSeek-V3 on SM100 fp8 when none is given), else
+    what the deployment asked for or the checkpoint declares."""
+    arg = rules.data["models"].get("loader", {}).get("quantization_arg")
+    if not arg:
+        return asked
+    value = _resolved_arg(engine, rules, server_args, arg)
+    if not isinstance(value, Const) or not isinstance(value.value, str) or value.value == asked:
+        return asked
+    if asked in (None, "bf16"):
+        where = ", ".join(value.origins) or "its own post-processing"
+        notes.append(f"the server resolves {arg} = {value.value!r} ({where}): the model is "
+                     "built with that quantization")  # fmt: skip
+    return value.value
 
 
 def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
@@ -540,7 +613,8 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     models = rules.data["models"]
     model_cls = find_model_class(engine, models["package"], models["registry_name"], arch)
     site = find_block(engine, model_cls, router_cls)
-    quant = dep.quant or spec.quantization.value
+    quant = _served_quantization(engine, rules, server_args, dep.quant or spec.quantization.value,
+                                 notes)  # fmt: skip
     quant_config: Value = Const(None, ("unquantized checkpoint",)) if quant in (None, "bf16") else \
         _quant_config(engine, rules, quant, notes)  # fmt: skip
     layer = (
@@ -559,7 +633,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
     built = _build_block(engine, site, values, router_cls)
     paths: list[TracedPath] = []
     router_states: list[RouterState] = []
-    for bst, router in built:
+    for bst, block, router in built:
         if not isinstance(router, Instance):
             why = router.reason if isinstance(router, Unknown) else "the block built no router"
             paths.append(TracedPath((), (), None, "stop", "", why, (), tuple(bst.decisions)))
@@ -579,13 +653,14 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         finally:
             engine.tracing = False
             engine.budget.pop()
+        traced = _into_consumer(engine, rules, block, traced, notes)
         for p in traced:
             stopped = p.stopped
             if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
                 # no kernel and no known result: nothing shows the routing happens downstream
                 stopped = f"the router's forward returned an unknown value: {p.result}"
             paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, stopped,
-                                    p.kernels, tuple(bst.decisions)))  # fmt: skip
+                                    p.kernels, tuple(bst.decisions), p.handoff))  # fmt: skip
     incomplete = tuple(n for n in notes if "did not finish" in n)
     outside = _outside_validated(rules, version)
     if outside:
@@ -593,6 +668,7 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         incomplete += (outside,)
     reported = _reported_args(engine, rules, server_args)
     router_state = _merge_router_states(router_states)
-    return Dispatch(rules.id, version, origin, site, router_state, tuple(paths), tuple(notes),
+    return Dispatch(rules.id, version, origin, site, router_state, tuple(paths),
+                    tuple(dict.fromkeys(notes)),
                     time.monotonic() - start, incomplete, reported,
                     tuple({(d.file, d.line): d for d in forks}.values()))  # fmt: skip

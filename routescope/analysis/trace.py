@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from routescope.analysis.engine import Engine, routing_producer
 from routescope.analysis.interp import BudgetExceeded
@@ -28,6 +28,13 @@ class TracedPath:
     stopped: str  # why the path ended early ("" when it ran to the end)
     kernels: tuple[SinkHit, ...] = ()  # every routing-capable kernel called on the path
     setup: tuple[Decision, ...] = ()  # decisions taken while the model built its router
+    # where a router that routed nothing handed its result on: (the layer's call, the index of
+    # its first frame, of its first decision)
+    handoff: tuple[str, int, int] | None = None
+    # where the path ended (its object state) and what it returned: a path continues from here
+    # into the layer its result is handed to
+    end: PathState | None = field(default=None, compare=False, repr=False)
+    value: Value | None = field(default=None, compare=False, repr=False)
 
     @property
     def decided(self) -> bool:
@@ -84,6 +91,8 @@ def trace_call(
             describe(v) if v is not None else "",
             s.stopped,
             tuple(s.sinks),
+            end=s,
+            value=v,
         )
         for s, kind, v in outcomes
     ]

@@ -8,7 +8,7 @@ from typing import Any
 from routescope.check.findings import Finding, Frame, Outcome
 from routescope.check.lock import Lock, LockEntry, diff_entries, entry_from_report
 from routescope.check.matrix import Cell
-from routescope.check.policy import BYPASSED, Policy
+from routescope.check.policy import BYPASSED, FUSED_MOE_KERNEL, Policy
 
 
 def _frames(report: dict[str, Any]) -> tuple[Frame, ...]:
@@ -78,7 +78,9 @@ def evaluate_cell(
         ]
     if "forbid-sink-kinds" in rules:
         kind = entry.field("sink_kind") or BYPASSED
-        bad = kind in policy.forbid_sink_kinds
+        bad = kind in policy.forbid_sink_kinds or (
+            kind == FUSED_MOE_KERNEL and BYPASSED in policy.forbid_sink_kinds
+        )
         msg = f"sink {entry.field('sink')} is of kind {kind}" + (
             ", which the policy forbids" if bad else ""
         )

@@ -27,6 +27,7 @@ PATH_FIELDS = (
     "status",
     "sink",
     "sink_kind",
+    "sink_args",
     "top_k",
     "output_format",
     "insertable",
@@ -74,6 +75,8 @@ def entry_from_report(model: str, gpu: str, report: dict[str, Any]) -> LockEntry
     fields: dict[str, str] = {"status": dispatch["status"]}
     fields["sink"] = sink["name"] if sink else "(none)"
     fields["sink_kind"] = sink["kind"] if sink else BYPASSED
+    if sink and sink.get("args"):  # how a fused MoE kernel is told to route
+        fields["sink_args"] = ", ".join(f"{a['name']}={a['value']}" for a in sink["args"])
     if "top_k" in router:
         fields["top_k"] = str(router["top_k"]["value"])
     fmt = router.get("output_format", {}).get("value")

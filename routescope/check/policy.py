@@ -26,7 +26,10 @@ _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 _PINNED = re.compile(r"^[\w.\-]+/[\w.\-]+@[0-9a-f]{40}$")
 _TOP = {"models", "framework", "gpus", "tp", "quant", "rules"}
 _RULES = {"forbid_sink_kinds", "require_oea_insertable", "require_selected_path"}
-BYPASSED = "bypassed"  # the kind of a path whose routing runs inside the MoE kernel (no sink)
+# the kind of a path whose routing runs inside the MoE kernel with no kernel named; forbidding it
+# also forbids the paths whose sink is that kernel (kind fused_moe_kernel): both route in the MoE
+BYPASSED = "bypassed"
+FUSED_MOE_KERNEL = "fused_moe_kernel"
 
 
 class PolicyError(RoutescopeError):

@@ -41,6 +41,12 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         out.append(f"- **Dispatch:** {disp['status']} ({len(disp['paths'])} path(s))")
         if disp["block_class"]:
             out.append(f"- **Router built by:** {code(disp['block_class'])}")
+        sink = disp["paths"][0]["sink"] if disp["status"] == "selected" else None
+        if sink:
+            given = ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
+            out.append(f"- **Routing kernel:** {code(sink['name'])} ({sink['kind']}), called at "
+                       f"{code(sink['file'] + ':' + str(sink['line']))}"
+                       + (f", given {cell(given)}" if given else ""))  # fmt: skip
         if v is not None:
             out.append(f"- **OEA:** {verdict_word(v)}: {v['why']}")
     return out

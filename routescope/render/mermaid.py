@@ -15,21 +15,25 @@ def _short(path: str) -> str:
 
 
 def chain(path: dict[str, Any]) -> list[dict[str, Any]]:
-    """The frames from the entry point down to the sink's caller; helpers drop out."""
+    """The frames from the entry point down to the sink's caller; helpers drop out. A router
+    that handed its result on (a handoff) gives its own chain, then the layer's down to the sink."""
     frames = path["frames"]
     sink = path["sink"]
     if not frames:
         return []
-    if sink is None:
-        chose = {d["function"] for d in path["decisions"] if d["value"] is True}
-        out_: list[dict[str, Any]] = []
-        for f in frames:
-            if (f["called_at"] is None or f["function"] in chose) and f not in out_:
-                out_.append(f)
-        return out_
+    handoff = path.get("handoff")
+    if handoff and sink is not None:
+        cut, made = handoff["frame"], handoff["decision"]
+        router = {**path, "frames": frames[:cut], "decisions": path["decisions"][:made],
+                  "sink": None, "handoff": None}  # fmt: skip
+        return chain(router) + chain({**path, "frames": frames[cut:], "handoff": None})
+    # the chain ends at the sink's caller, or where a router that routed nothing took the last
+    # branch it took (it returns from there)
+    taken = [d["function"] for d in path["decisions"] if d["value"] is True]
+    anchor = sink["called_from"] if sink else taken[-1] if taken else None
     by_name = {f["function"]: f for f in frames}
     out: list[dict[str, Any]] = []
-    frame = by_name.get(sink["called_from"])
+    frame = by_name.get(anchor) if anchor else frames[0]
     while frame is not None and frame not in out:
         out.insert(0, frame)
         site = frame["called_at"]
@@ -52,8 +56,10 @@ def flowchart(path: dict[str, Any], verdict: dict[str, Any] | None) -> str:
     for i, f in enumerate(nodes):
         name = f["function"].split(":")[-1]
         lines.append(f'  n{i}["{_label(name)}<br/>{_label(_short(f["file"]))}:{f["line"]}"]')
-        if i:
-            lines.append(f'  n{i - 1} -->|"{_label(_short(f["called_at"] or ""))}"| n{i}')
+        if i and f["called_at"]:
+            lines.append(f'  n{i - 1} -->|"{_label(_short(f["called_at"]))}"| n{i}')
+        elif i:  # the router returned its inputs; the block hands them to this layer
+            lines.append(f'  n{i - 1} -.->|"hands its result to"| n{i}')
     last = f"n{len(nodes) - 1}" if nodes else None
     sink = path["sink"]
     if sink is not None:

@@ -55,6 +55,9 @@ def path_tree(path: dict[str, Any], title: str) -> Tree:
         t.append(
             f"  [{sink['kind']}]  called at {_short(sink['file'])}:{sink['line']}", style="magenta"
         )
+        if sink.get("args"):  # how a fused MoE kernel is told to route
+            given = ", ".join(f"{a['name']}={a['value']}" for a in sink["args"])
+            t.append(f"\n  given {given}", style="magenta")
         tree.add(t)
     if path["stopped"]:
         tree.add(Text(f"path stopped: {path['stopped']}", style="yellow"))

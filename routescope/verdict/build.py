@@ -15,6 +15,9 @@ from routescope.verdict.sketch import from_constraints
 from routescope.verdict.source import function_at, function_named, open_index
 from routescope.verdict.switch import find_switch, returned, switch_from_router
 
+# the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
+FUSED_MOE_KERNEL = "fused_moe_kernel"
+
 
 def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, Any]:
     """The verdict for a report that has a dispatch; `index` defaults to reopening its source."""
@@ -65,15 +68,24 @@ def assess(
         "sketch": None,
     }
     sink = path["sink"]
-    if sink is None and path["outcome"] == "return" and not path["stopped"]:
-        ret = returned(path, index)
+    fused = sink is not None and sink["kind"] == FUSED_MOE_KERNEL
+    if fused or (sink is None and path["outcome"] == "return" and not path["stopped"]):
+        handoff = path.get("handoff")
+        router_part = {**path, "decisions": path["decisions"][: handoff["decision"]]} \
+            if handoff else path  # fmt: skip
+        ret = returned(router_part, index)
         switch = find_switch(path, index, fw) or switch_from_router(doc, path, index, fw)
         what = f"returns {ret[0]} at {ret[1]}" if ret else "returns without calling a router kernel"
+        where = ""
+        if fused:
+            given = ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
+            where = f"; {sink['name']} routes inside the expert GEMM launch at " \
+                    f"{sink['file']}:{sink['line']}" + (f" ({given})" if given else "")  # fmt: skip
         out.update(
             insertable=False,
             switch=switch,
-            why=f"routing is fused into the MoE kernel: the router {what}, so topk_ids and "
-            "topk_weights never exist as tensors in Python"
+            why=f"routing is fused into the MoE kernel: the router {what}{where}, so topk_ids "
+            "and topk_weights never exist as tensors in Python"
             + (
                 f"; {switch['flag']} {switch['suggest']} selects the decomposed path"
                 if switch and switch["flag"] and switch["suggest"]

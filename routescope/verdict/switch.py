@@ -120,8 +120,11 @@ def switch_from_router(doc: dict[str, Any], path: dict[str, Any], index: Index,
               if method and f".{method}()" in d["condition"] and d["value"] is True]  # fmt: skip
     if current is None or not chosen:
         return None
-    # the guard in the router's own code (the decode path's files) before the experts' others
-    decode_files = {f["file"] for f in path["frames"]}
+    # the guard in the router's own code (the decode path's files up to where the router hands
+    # its result to the experts layer) before the experts' others
+    handoff = path.get("handoff")
+    frames = path["frames"][: handoff["frame"]] if handoff else path["frames"]
+    decode_files = {f["file"] for f in frames}
     chosen.sort(key=lambda d: d["file"] not in decode_files)
     args = (doc.get("dispatch") or {}).get("server_args") or {}
     arg = next((n for n, v in args.items() if str(v["value"]).strip("'\"") == current), None)

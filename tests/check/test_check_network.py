@@ -104,7 +104,8 @@ def test_forbidden_torch_compile_fails_glm5_on_0_5_9(
 def test_glm5_sm100_0_5_12_is_not_insertable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rules = "require_oea_insertable = true\n"
+    # forbidding "bypassed" (routing inside the MoE kernel) also forbids a named fused MoE kernel
+    rules = 'forbid_sink_kinds = ["bypassed"]\nrequire_oea_insertable = true\n'
     path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.12", ["sm100"], rules))
     junit = tmp_path / "out.xml"
     code, out, _ = run(
@@ -112,10 +113,13 @@ def test_glm5_sm100_0_5_12_is_not_insertable(
     )
     assert code == ExitCode.CHECK_FAILED, out
     assert "FAIL zai-org--GLM-5 sm100 oea-insertable: OEA not insertable: routing is fused" in out
-    assert "BypassedTopKOutput" in out
+    assert "is of kind fused_moe_kernel, which the policy forbids" in out
+    assert "BypassedTopKOutput" in out and "flashinfer.fused_moe.trtllm_bf16_moe" in out
     assert "switch: --moe-runner-backend triton (now flashinfer_trtllm)" in out
     lock = (tmp_path / "routescope.lock").read_text()
-    assert 'sink_kind = "bypassed"' in lock and "insertion_point" not in lock
+    assert 'sink = "flashinfer.fused_moe.trtllm_bf16_moe"' in lock
+    assert 'sink_kind = "fused_moe_kernel"' in lock and "insertion_point" not in lock
+    assert "routing_method_type=RoutingMethodType.DeepSeekV3" in lock  # sink_args
 
 
 def test_no_lock_is_could_not_decide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -181,8 +185,8 @@ def test_outputs_are_byte_identical_across_runs(
     )
     assert "## routescope check failed" in outputs[0][1]
     assert (
-        "| zai-org--GLM-5 | sm100 | `(none)` | bypassed | not insertable "
-        "| ❌ fail (oea-insertable) |" in outputs[0][1]
+        "| zai-org--GLM-5 | sm100 | `flashinfer.fused_moe.trtllm_bf16_moe` | fused_moe_kernel "
+        "| not insertable | ❌ fail (oea-insertable) |" in outputs[0][1]
     )
 
 

@@ -48,20 +48,22 @@ def test_json_snapshot_and_schema() -> None:
 
 
 @pytest.mark.network
-def test_forked_report_with_a_fused_path_matches_the_schema() -> None:
-    validate_report(
-        report("examples/configs/deepseek-ai--DeepSeek-V3.json", "0.5.9", "sm100", 8, "fp8")
-    )
+def test_forked_and_fused_kernel_reports_match_the_schema() -> None:
+    validate_report(report("examples/configs/openai--gpt-oss-120b.json", "0.5.23", "sm120", 8))
+    fused = report("examples/configs/Qwen--Qwen3-30B-A3B.json", "0.5.23", "sm100", 8)
+    (path,) = fused["dispatch"]["paths"]
+    assert path["sink"]["args"] and path["handoff"]  # the kernel's routing arguments, the handoff
+    validate_report(fused)
 
 
 @pytest.mark.network
 def test_matrix_links_every_section() -> None:
     docs = [
         report(*GLM5),
-        report("examples/configs/deepseek-ai--DeepSeek-V3.json", "0.5.9", "sm100", 8, "fp8"),
+        report("examples/configs/openai--gpt-oss-120b.json", "0.5.23", "sm120", 8),
     ]
     text = render_matrix(docs)
     assert text.count("](#") == 2
-    # GLM-5 on sm120 is decided; DeepSeek-V3 with --quant fp8 forks while fp8 quantization-config
-    # objects are not modelled, so its verdict is undecided rather than guessed
+    # GLM-5 on sm120 is decided; gpt-oss on sm120 forks on whether triton_kernels imports on the
+    # server (a fact the GPU profile cannot know), so its verdict is undecided rather than guessed
     assert "**insertable**" in text and "**undecided**" in text

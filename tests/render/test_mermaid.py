@@ -25,8 +25,16 @@ CHROMIUM = shutil.which("chromium")
     "(PUPPETEER_SKIP_DOWNLOAD=1 npm install --prefix .cache/node "
     "@mermaid-js/mermaid-cli)",
 )
-def test_mermaid_block_parses(tmp_path: Path) -> None:
-    md = render(report("examples/configs/zai-org--GLM-5.json", "0.5.9", "sm120"))
+@pytest.mark.parametrize(
+    ("config", "version", "gpu"),
+    [
+        ("zai-org--GLM-5.json", "0.5.9", "sm120"),
+        # a router that hands its logits to the experts layer: two chains and a dotted handoff
+        ("Qwen--Qwen3-30B-A3B.json", "0.5.23", "sm100"),
+    ],
+)
+def test_mermaid_block_parses(tmp_path: Path, config: str, version: str, gpu: str) -> None:
+    md = render(report(f"examples/configs/{config}", version, gpu))
     blocks = re.findall(r"```mermaid\n(.*?)```", md, re.S)
     assert len(blocks) == 1
     (tmp_path / "d.mmd").write_text(blocks[0])

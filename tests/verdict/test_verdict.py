@@ -98,24 +98,52 @@ def test_fused_router_on_0_5_23_names_the_switch() -> None:
 @pytest.mark.network
 def test_fused_router_names_the_switch() -> None:
     """Qwen3-30B-A3B bf16 on sm100 with SGLang 0.5.9: the server's Qwen3 rule picks the
-    flashinfer_trtllm runner, the router returns BypassedTopKOutput, and routing happens inside
-    the TRT-LLM MoE kernel. Not insertable as it stands; the verdict names the switch."""
+    flashinfer_trtllm runner, the router returns BypassedTopKOutput, and the trace follows it into
+    the experts layer, where the TRT-LLM MoE kernel routes with the method the layer was built
+    with. Not insertable as it stands; the verdict names the kernel and the switch."""
     doc = report("examples/configs/Qwen--Qwen3-30B-A3B.json", "0.5.9", "sm100", 8)
     assert doc["dispatch"]["status"] == "selected"
     (path,) = doc["dispatch"]["paths"]
-    assert path["sink"] is None and path["outcome"] == "return" and not path["stopped"]
+    sink = path["sink"]
+    assert (sink["name"], sink["kind"]) == (
+        "flashinfer.fused_moe.trtllm_bf16_moe",
+        "fused_moe_kernel",
+    )
+    given = {a["name"]: a["value"] for a in sink["args"]}
+    assert given["routing_method_type"] == "RoutingMethodType.Renormalize"
+    assert given["top_k"] == "8"
+    assert path["handoff"]["to"].endswith("FusedMoE.forward")
     v = doc["verdict"]
     assert v["insertable"] is False
-    assert "BypassedTopKOutput" in v["why"]
+    assert "BypassedTopKOutput" in v["why"] and "trtllm_bf16_moe" in v["why"]
+    assert "routing_method_type=RoutingMethodType.Renormalize" in v["why"]
     assert v["switch"]["flag"] == "--moe-runner-backend"
     assert v["switch"]["current"] == "flashinfer_trtllm"
     assert v["switch"]["suggest"] not in v["switch"]["excluded"]
     assert v["switch"]["chosen_by"]["file"].endswith("layers/moe/topk.py")
 
 
-def test_unmodelled_quant_config_is_undecided_not_guessed() -> None:
-    """DeepSeek-V3 with --quant fp8 on sm100: fp8 quantization-config objects are not modelled,
-    so the dispatch forks and the verdict stays undecided instead of picking one path."""
-    doc = report("examples/configs/deepseek-ai--DeepSeek-V3.json", "0.5.9", "sm100", 8, "fp8")
+@pytest.mark.network
+def test_a_fork_is_undecided_not_guessed() -> None:
+    """gpt-oss-120b on sm120 with SGLang 0.5.23: whether triton_kernels imports on the server
+    decides the router, the profile cannot know it, so the dispatch forks and the verdict stays
+    undecided instead of picking one path."""
+    doc = report("examples/configs/openai--gpt-oss-120b.json", "0.5.23", "sm120", 8)
     assert doc["dispatch"]["status"] == "forked"
     assert doc["verdict"]["insertable"] is None
+
+
+@pytest.mark.network
+def test_server_resolved_quantization_builds_the_model() -> None:
+    """DeepSeek-V3 with no quantization on sm100, SGLang 0.5.9: the server makes it fp8
+    (server_args.py:1295), so the MoE layer is built with SGLang's Fp8Config: the router is
+    BYPASSED; the fp8 TRT-LLM path asserts on weight scales the loader sets, so the kernel is not
+    named and a note says why."""
+    doc = report("examples/configs/deepseek-ai--DeepSeek-V3.json", "0.5.9", "sm100", 8)
+    disp = doc["dispatch"]
+    assert disp["status"] == "selected"
+    assert "the server resolves quantization = 'fp8'" in " ".join(disp["notes"])
+    assert any("reached no kernel" in n for n in disp["notes"])
+    (path,) = disp["paths"]
+    assert path["sink"] is None and path["outcome"] == "return"
+    assert doc["verdict"]["insertable"] is False
