@@ -30,6 +30,16 @@ def _cases() -> list[Any]:
     return params
 
 
+def _holding(path: dict[str, Any]) -> set[str]:
+    """Every guard and guard part evaluated True on the path or while its router was built."""
+    out = set()
+    for d in (*path["decisions"], *path["setup_decisions"]):
+        if d["value"] is True:
+            out.add(d["condition"])
+        out.update(p["condition"] for p in d.get("parts", []) if p["value"] is True)
+    return out
+
+
 def _failing_parts(path: dict[str, Any]) -> set[str]:
     return {p["condition"] for d in path["decisions"] for p in d.get("parts", [])
             if p["value"] is False}  # fmt: skip
@@ -63,3 +73,6 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
             assert got == case[setting], (setting, got)
     for condition in case.get("decisive", []):
         assert condition in _failing_parts(path), f"{condition!r} is not a failing guard"
+    holding = _holding(path)
+    for condition in case.get("holds", []):
+        assert condition in holding, f"{condition!r} is not a guard that held"
