@@ -182,6 +182,7 @@ class Engine(StmtMixin):
         # classes whose construction a phase takes over (the model class while the framework's
         # own loader builds it): called with the path, the arguments and the call node
         self.construct_hooks: dict[ClassVal, Any] = {}
+        self._texts: dict[int, tuple[ast.AST, str]] = {}  # id(node) -> (node, its source)
 
     # --- context -----------------------------------------------------------------------------
 
@@ -192,10 +193,17 @@ class Engine(StmtMixin):
         return self.ctx[-1].function if self.ctx else ""
 
     def source_text(self, node: ast.AST) -> str:
+        """The node's source, normalised; each node is unparsed once (a guard a loop or a
+        repeated call evaluates again is written down each time)."""
+        known = self._texts.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
         try:
-            return " ".join(ast.unparse(node).split())
+            text = " ".join(ast.unparse(node).split())
         except Exception:
-            return type(node).__name__
+            text = type(node).__name__
+        self._texts[id(node)] = (node, text)  # the node is kept, so its id stays its own
+        return text
 
     # --- modules and imports -----------------------------------------------------------------
 

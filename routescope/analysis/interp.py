@@ -957,7 +957,7 @@ class ExprMixin:
     def peek(self, st: PathState, node: ast.expr) -> Value | None:
         """Re-evaluate a side-effect-free operand on a scratch copy of the path."""
         try:
-            results = self.ev(st.fork(), node)
+            results = self.ev(st.scratch(), node)
         except BudgetExceeded:
             return None
         vals = [v for _, v in results]

@@ -100,6 +100,21 @@ class PathState:
             yielded=self.yielded,
         )
 
+    def scratch(self) -> PathState:
+        """A throw-away copy to re-evaluate an expression on: what it records (decisions, the
+        frames it enters, kernels) is dropped with it, so its record starts empty instead of
+        copying this path's."""
+        return PathState(
+            envs=[dict(e) for e in self.envs],
+            frames=list(self.frames),
+            claims=dict(self.claims),
+            heap=dict(self.heap),
+            heap_objs=dict(self.heap_objs),
+            stopped=self.stopped,
+            raising=self.raising,
+            yielded=self.yielded,
+        )
+
     @property
     def env(self) -> dict[str, Value]:
         return self.envs[-1]
