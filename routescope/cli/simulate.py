@@ -64,8 +64,8 @@ def simulate(
     quant: str = typer.Option("bf16", "--quant", help="bf16 | fp8 | nvfp4 (expert weights)."),
     policy: str = typer.Option("free", "--policy", help="free | within-selected-groups."),
     quality: float = typer.Option(0.95, "--quality",
-        help="Weight-mass share OEA must keep: the gain at equal quality uses the smallest "
-             "swept k0 that keeps it."),
+        help="Share of each token's top-k weight mass OEA must keep: the gain at equal "
+             "quality uses the smallest swept k0 that keeps it."),
     fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
     plot: Path | None = typer.Option(None, "--plot", help="Write T vs batch size as SVG."),
     experts: int | None = typer.Option(None, "--experts", help="No model: number of experts."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: rows gain topk_mass_kept; at_quality is judged by it
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,10 @@ class SimRow:
     experts_per_token: float | None  # mean routed experts kept per token under OEA
     time_baseline_us: float | None
     time_oea_us: float | None
+    # mean over tokens of sum(P over OEA set ∩ the token's own top-k)/sum(P over top-k): how
+    # much of the routing the model chose survives (experts piggybacked from past the top-k
+    # are a different mixture, not the chosen one kept)
+    topk_mass_kept: float | None = None
 
     @property
     def t_reduction(self) -> float | None:
@@ -38,11 +42,11 @@ class SimRow:
 @dataclass(frozen=True, slots=True)
 class QualityPoint:
     """At one batch size, the smallest swept k0 that keeps at least the target share of the
-    router weight mass, and the cut in T it buys: OEA's gain at equal quality."""
+    tokens' own top-k weight mass, and the cut in T it buys: OEA's gain at equal quality."""
 
     batch: int
     k0: int | None  # None: no swept k0 reaches the target
-    weight_mass_kept: float | None
+    topk_mass_kept: float | None
     t_reduction: float | None
 
 
@@ -66,21 +70,22 @@ class SimReport:
     shared_bytes: float | None
     rows: tuple[SimRow, ...]
     notes: tuple[str, ...] = field(default=())
-    quality_target: float = 0.95  # share of the top-k router weight mass OEA must keep
+    quality_target: float = 0.95  # share of the tokens' top-k weight mass OEA must keep
 
     def at_quality(self) -> tuple[QualityPoint, ...]:
-        """Per batch size: the cheapest swept k0 meeting `quality_target`. A smaller k0 always
-        cuts T more; what limits it is the weight mass the tokens lose. Where routing is skewed
-        a small k0 already holds most of the mass, so the gain at equal quality is large; on
-        uniform routing it takes a k0 close to k, and the gain is small."""
+        """Per batch size: the cheapest swept k0 meeting `quality_target` of top-k mass kept.
+        A smaller k0 always cuts T more; what limits it is how much of its own routing a token
+        loses. Where routing is skewed the experts a token chose are popular, already in the
+        batch's set, and piggybacked back; on uniform routing they rarely are, so it takes a k0
+        close to k, and the gain is small."""
         out: list[QualityPoint] = []
         for batch in dict.fromkeys(r.batch for r in self.rows):
             rows = sorted((r for r in self.rows if r.batch == batch), key=lambda r: r.k0)
-            ok = [r for r in rows if r.weight_mass_kept is not None
-                  and r.weight_mass_kept >= self.quality_target]  # fmt: skip
+            ok = [r for r in rows if r.topk_mass_kept is not None
+                  and r.topk_mass_kept >= self.quality_target]  # fmt: skip
             best = ok[0] if ok else None
             out.append(QualityPoint(batch, best.k0 if best else None,
-                                    best.weight_mass_kept if best else None,
+                                    best.topk_mass_kept if best else None,
                                     best.t_reduction if best else None))  # fmt: skip
         return tuple(out)
 

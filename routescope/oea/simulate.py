@@ -19,8 +19,9 @@ class Cell:
 
     t_baseline: Tensor  # float [S]
     t_oea: Tensor | None  # float [S]
-    mass_kept: Tensor | None  # float [S * B]
+    mass_kept: Tensor | None  # float [S * B]: P over OEA's set / P over the top-k
     kept: Tensor | None  # float [S * B]
+    topk_mass_kept: Tensor | None = None  # float [S * B]: P over (OEA's set ∩ top-k) / P over top-k
 
 
 def unique_count(ids: Tensor, num_experts: int) -> Tensor:
@@ -49,20 +50,25 @@ def simulate_logits(
     base_ids = baseline_topk(flat, cfg, bias)[0][:, :k].reshape(s, b, k)
     score = scores(flat, cfg)
     base_mass = score.gather(1, base_ids.reshape(s * b, k)).sum(dim=1)
-    oea_ids, kept, mass = [], [], []
+    oea_ids, kept, mass, own = [], [], [], []
     for i in range(s):  # one decode batch at a time: A is a per-batch set
         r = oea_topk(batches[i], cfg, k0, policy=policy, correction_bias=bias)
         ids = r.topk_ids[:, :k]
         used = torch.arange(k).view(1, k) < r.kept.view(-1, 1)
         oea_ids.append(torch.where(used, ids, -1))
         kept.append(r.kept.float())
-        mass.append(torch.where(used, score[i * b : (i + 1) * b].gather(1, ids), 0.0).sum(1))
+        p = score[i * b : (i + 1) * b].gather(1, ids)
+        mass.append(torch.where(used, p, 0.0).sum(1))
+        # of the experts the token chose itself (its baseline top-k), the ones OEA keeps
+        chosen = (ids.unsqueeze(2) == base_ids[i].unsqueeze(1)).any(2) & used
+        own.append(torch.where(chosen, p, 0.0).sum(1))
     oea = torch.stack(oea_ids)
     return Cell(
         t_baseline=unique_count(base_ids, n),
         t_oea=unique_count(oea, n),
         mass_kept=torch.cat(mass) / base_mass,
         kept=torch.cat(kept),
+        topk_mass_kept=torch.cat(own) / base_mass,
     )
 
 
@@ -92,6 +98,7 @@ def summarise(
         t_oea_mean=t_oea,
         t_oea_p95=None if cell.t_oea is None else p95(cell.t_oea),
         weight_mass_kept=None if cell.mass_kept is None else float(cell.mass_kept.mean()),
+        topk_mass_kept=None if cell.topk_mass_kept is None else float(cell.topk_mass_kept.mean()),
         experts_per_token=per_tok,
         time_baseline_us=time_base,
         time_oea_us=time_oea,

@@ -19,7 +19,8 @@ COLOURS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 def render(report: SimReport) -> str:
     """SimReport -> SVG text (T vs batch size, baseline and OEA per k0)."""
     batches = sorted({r.batch for r in report.rows})
-    k0s = sorted({r.k0 for r in report.rows})
+    # k0 = k is the baseline itself (every token keeps its top-k): the dashed line already
+    k0s = sorted({r.k0 for r in report.rows if r.k0 < report.top_k})
     series: list[tuple[str, str, list[tuple[int, float]]]] = []
     base = {r.batch: r.t_baseline_mean for r in report.rows}
     series.append((f"baseline top-{report.top_k}", "#333333", sorted(base.items())))

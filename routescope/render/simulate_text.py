@@ -20,13 +20,14 @@ def table(report: SimReport) -> Table:
     )
     t = Table(title=title, title_justify="left")
     for col in ("B", "k0", "T base", "T base p95", "T OEA", "T OEA p95", "T cut",
-                "mass kept", "experts/tok", "µs base", "µs OEA"):  # fmt: skip
+                "top-k kept", "mass used", "experts/tok", "µs base", "µs OEA"):  # fmt: skip
         t.add_column(col, justify="right")
     for r in report.rows:
         t.add_row(
             str(r.batch), str(r.k0), _num(r.t_baseline_mean), _num(r.t_baseline_p95),
             _num(r.t_oea_mean), _num(r.t_oea_p95), _num(r.t_reduction, "{:.0%}"),
-            _num(r.weight_mass_kept, "{:.3f}"), _num(r.experts_per_token, "{:.2f}"),
+            _num(r.topk_mass_kept, "{:.3f}"), _num(r.weight_mass_kept, "{:.3f}"),
+            _num(r.experts_per_token, "{:.2f}"),
             _num(r.time_baseline_us), _num(r.time_oea_us),
         )  # fmt: skip
     caption = []
@@ -41,12 +42,17 @@ def table(report: SimReport) -> Table:
     for q in report.at_quality():
         if q.k0 is None:
             caption.append(f"B={q.batch}: no swept k0 keeps {report.quality_target:.0%} of the "
-                           "router weight mass")  # fmt: skip
+                           "tokens' top-k weight mass")  # fmt: skip
         else:
             caption.append(
-                f"B={q.batch}: at >= {report.quality_target:.0%} of the weight mass, k0={q.k0} "
-                f"cuts T by {_num(q.t_reduction, '{:.0%}')} (the gain at equal quality)"
+                f"B={q.batch}: keeping >= {report.quality_target:.0%} of the tokens' top-k "
+                f"weight mass, k0={q.k0} cuts T by {_num(q.t_reduction, '{:.0%}')} (the gain at "
+                "equal quality)"
             )
+    caption.append(
+        "top-k kept: share of each token's top-k weight still routed to; mass used: "
+        "weight of OEA's final set (piggybacked experts included) over the top-k's"
+    )
     caption.extend(report.notes)
     t.caption = "\n".join(caption)
     t.caption_justify = "left"

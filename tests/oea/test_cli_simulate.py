@@ -31,11 +31,13 @@ def test_json_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     args = [*BASE, "--batch", "1,4,16", "--k0", "1,3", "--format", "json", "--source", "zipf:1.0"]
     assert main([*args, "--plot", str(svg)]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert [(r["batch"], r["k0"]) for r in data["rows"]] == [
         (b, k) for b in (1, 4, 16) for k in (1, 3)
     ]
     assert all(r["t_oea_mean"] <= r["t_baseline_mean"] for r in data["rows"])
+    assert all(0 < r["topk_mass_kept"] <= r["weight_mass_kept"] + 1e-6 for r in data["rows"])
+    assert [q["batch"] for q in data["at_quality"]] == [1, 4, 16]
     assert data["rows"][0]["time_baseline_us"] is None  # no sizes given
     text = svg.read_text()
     assert text.startswith("<svg") and text.count("<polyline") == 3  # baseline + two k0

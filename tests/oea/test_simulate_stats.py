@@ -47,6 +47,11 @@ def test_skewed_routing_makes_oea_cheaper_in_quality() -> None:
     lost_uniform, lost_skewed = 1 - uniform.weight_mass_kept, 1 - skewed.weight_mass_kept
     assert lost_skewed < 0.6 * lost_uniform
     assert uniform.experts_per_token == pytest.approx(8.0)  # B=16 always fills k here
+    # of the experts a token chose itself, OEA keeps its k0 best and those the batch loads
+    # anyway: at least k0's share, never more than what its final set holds
+    assert uniform.topk_mass_kept is not None and skewed.topk_mass_kept is not None
+    assert uniform.topk_mass_kept <= uniform.weight_mass_kept
+    assert skewed.topk_mass_kept > uniform.topk_mass_kept + 0.1
 
 
 def test_batch_of_one_keeps_only_k0() -> None:
@@ -58,8 +63,10 @@ def test_batch_of_one_keeps_only_k0() -> None:
 
 
 def test_gain_at_equal_quality_is_small_on_uniform_and_large_on_skew() -> None:
-    """The paper's point: at the same share of router weight mass kept, skewed routing lets a
-    small k0 stand, uniform routing needs k0 near k, so OEA's cut in T is much smaller there."""
+    """The paper's point: keeping the same share of the tokens' own top-k weight mass, skewed
+    routing lets a small k0 stand (the experts a token chose are popular, in the batch's set
+    already, and piggybacked back), uniform routing needs k0 near k, so OEA's cut in T is small
+    there (at most 15% here) and large on skew (over 25%)."""
 
     def point(source: str):  # type: ignore[no-untyped-def]
         report = simulate(QWEN3_LIKE, model="t", gpu=resolve_gpu("sm90"),
@@ -71,8 +78,9 @@ def test_gain_at_equal_quality_is_small_on_uniform_and_large_on_skew() -> None:
         assert uniform.k0 is not None and skewed.k0 is not None
         assert skewed.k0 <= uniform.k0
         assert uniform.t_reduction is not None and skewed.t_reduction is not None
-        assert skewed.t_reduction > uniform.t_reduction + 0.10
-        assert uniform.weight_mass_kept is not None and uniform.weight_mass_kept >= 0.95
+        assert skewed.t_reduction > uniform.t_reduction + 0.15
+        assert uniform.t_reduction < 0.15 and skewed.t_reduction > 0.25
+        assert uniform.topk_mass_kept is not None and uniform.topk_mass_kept >= 0.95
 
 
 def test_at_quality_reports_none_when_no_k0_suffices() -> None:
