@@ -15,6 +15,7 @@ from routescope.analysis.frameworks import FrameworkRules, build_facts
 from routescope.analysis.index import Index
 from routescope.analysis.interp import Budget, BudgetExceeded
 from routescope.analysis.model import ModelSite, find_block, find_model_class
+from routescope.analysis.modules import module_name
 from routescope.analysis.state import Decision, PathState
 from routescope.analysis.stmts import JOINED, join_values
 from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
@@ -359,6 +360,12 @@ def _into_consumer(engine: Engine, rules: FrameworkRules, block: Value,
         handoff = (getattr(fn, "qualname", rule["call"]), len(p.frames), len(p.decisions))
         if not any(q.sink for q in more):
             why = next((q.stopped or q.result for q in more if q.stopped or q.result), "")
+            failed = next((d for q in more if (d := _failed_assert(engine, q)) is not None), None)
+            if failed is not None:  # what the trace saw fail, with the layer as it was built
+                why = (
+                    f"`assert {failed.text}` fails at {failed.file}:{failed.line} with the "
+                    "layer as constructed (weight loading, not modelled, may change it)"
+                )
             notes.append(f"the router hands its result to {handoff[0]}, whose trace reached no "
                          f"kernel ({why or 'no kernel call on any path'}): the MoE kernel that "
                          "routes is not named")  # fmt: skip
@@ -369,6 +376,23 @@ def _into_consumer(engine: Engine, rules: FrameworkRules, block: Value,
                                   q.outcome, q.result, q.stopped, (*p.kernels, *q.kernels),
                                   p.setup, handoff, q.end, q.value))  # fmt: skip
     return out
+
+
+def _failed_assert(engine: Engine, path: TracedPath) -> Decision | None:
+    """The last assert the path evaluated False (a failed assert raises: the path ends there)."""
+    lines: dict[str, set[int]] = {}  # file -> the lines its asserts start on
+    for d in reversed(path.decisions):
+        if d.value is not False:
+            continue
+        if d.file not in lines:
+            name = module_name(d.file)
+            info = engine.index.module(name) if name else None
+            tree = info.tree if info is not None else None
+            lines[d.file] = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert)} \
+                if tree is not None else set()  # fmt: skip
+        if d.line in lines[d.file]:
+            return d
+    return None
 
 
 def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:

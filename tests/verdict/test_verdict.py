@@ -147,3 +147,18 @@ def test_server_resolved_quantization_builds_the_model() -> None:
     (path,) = disp["paths"]
     assert path["sink"] is None and path["outcome"] == "return"
     assert doc["verdict"]["insertable"] is False
+
+
+@pytest.mark.network
+def test_online_fp8_on_trtllm_names_the_assert_that_stops_the_kernel() -> None:
+    """Qwen3-30B-A3B with --quant fp8 (a bf16 checkpoint quantized online) on SM100, 0.5.23: the
+    router is BYPASSED into flashinfer_trtllm, whose per-tensor fp8 path asserts on an input
+    scale that only a static-scale checkpoint provides. The kernel is not named; the note says
+    which assert stopped the trace, and the verdict still says routing is fused."""
+    doc = report("examples/configs/Qwen--Qwen3-30B-A3B.json", "0.5.23", "sm100", 8, "fp8")
+    disp = doc["dispatch"]
+    (path,) = disp["paths"]
+    assert path["sink"] is None and path["outcome"] == "return"
+    assert any("`assert quant_info.w13_input_scale is not None` fails at" in n
+               and "flashinfer_trtllm.py" in n for n in disp["notes"])  # fmt: skip
+    assert doc["verdict"]["insertable"] is False
