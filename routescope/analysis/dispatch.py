@@ -309,18 +309,16 @@ def _merge_router_states(states: list[RouterState]) -> RouterState | None:
     return RouterState(merged)
 
 
-def _find_router(
-    st: PathState, obj: Value, router_cls: ClassVal, depth: int = 3
-) -> Instance | None:
-    """The router op nearest to the built object (breadth-first over fields), so the block's
-    own router wins over one its experts keep."""
+def _nearest(st: PathState, obj: Value, cls: ClassVal, depth: int = 3) -> Instance | None:
+    """The instance of `cls` nearest to the built object (breadth-first over fields), so the
+    block's own router wins over one its experts keep."""
     level: list[Value] = [obj]
     for _ in range(depth + 1):
         nxt: list[Value] = []
         for v in level:
             if not isinstance(v, Instance):
                 continue
-            if v.cls is not None and router_cls in v.cls.mro():
+            if v.cls is not None and cls in v.cls.mro():
                 return v
             nxt.extend(st.fields(v).values())
         level = nxt
@@ -345,7 +343,7 @@ def _into_consumer(engine: Engine, rules: FrameworkRules, block: Value,
         if p.sink is not None or p.outcome != "return" or p.end is None or p.value is None:
             out.append(p)
             continue
-        consumer = _find_router(p.end, block, cls)
+        consumer = _nearest(p.end, block, cls)
         if consumer is None:
             out.append(p)
             continue
@@ -424,8 +422,7 @@ def _build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
         record_inputs=True,
     )
     return [
-        (s, v, _find_router(s, v, router_cls) or Unknown("the block built no router"))
-        for s, v in built
+        (s, v, _nearest(s, v, router_cls) or Unknown("the block built no router")) for s, v in built
     ]
 
 
