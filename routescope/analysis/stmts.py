@@ -262,6 +262,8 @@ class StmtMixin(ExprMixin):
     def ex_Assign(self, st: PathState, node: ast.Assign) -> list[Outcome]:
         out: list[Outcome] = []
         for s, v in self.ev(st, node.value):
+            if isinstance(node.value, ast.Constant):
+                v = self._written_at(node, v)
             for target in node.targets:
                 self.assign(s, target, v)
             out.append((s, "normal", None))
@@ -318,9 +320,18 @@ class StmtMixin(ExprMixin):
                 if s is st:
                     self.set_attribute(st, obj, target.attr, v)
         elif isinstance(target, ast.Subscript):
-            self._assign_item(st, target, v)  # container writes: tracked for lists only
+            self._assign_item(st, target, v)  # container writes: tracked for lists and dicts
         elif isinstance(target, ast.Starred):
             self.assign(st, target.value, Unknown("starred assignment"))
+
+    def _written_at(self, node: ast.stmt, v: Value) -> Value:
+        """A literal assigned (`self.moe_runner_backend = "flashinfer_trtllm"`,
+        `overrides["moe_runner_backend"] = "flashinfer_trtllm"`) keeps the line that wrote it
+        as its origin: the evidence of which override fired. Values copied from elsewhere keep
+        their own origins (or none)."""
+        if isinstance(v, Const) and not v.origins and self.ctx:
+            return Const(v.value, (f"{self.ctx[-1].file}:{node.lineno}",))
+        return v
 
     def _assign_item(self, st: PathState, target: ast.Subscript, v: Value) -> None:
         for s, (obj, idx) in self.ev_seq(st, [target.value, target.slice]):

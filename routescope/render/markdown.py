@@ -33,6 +33,19 @@ def deployment_line(doc: dict[str, Any]) -> str:
     )
 
 
+def server_args_set(disp: dict[str, Any]) -> list[str]:
+    """The reported server arguments that are not their class default, each with where it was
+    set (the override that fired) or given (--set, --tp, --quant)."""
+    out = []
+    for name, arg in (disp.get("server_args") or {}).items():
+        origins = [o for o in arg["origins"] if not o.endswith(" default")]
+        if not origins and any(o.endswith(" default") for o in arg["origins"]):
+            continue
+        where = f" ({', '.join('/'.join(o.split('/')[-2:]) for o in origins)})" if origins else ""
+        out.append(f"{name}={arg['value']}{where}")
+    return out
+
+
 def _summary(doc: dict[str, Any]) -> list[str]:
     out = [f"- **Model:** {code(doc['model']['ref'])} ({doc['topology']})"]
     if "deployment" in doc:
@@ -41,6 +54,9 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         out.append(f"- **Dispatch:** {disp['status']} ({len(disp['paths'])} path(s))")
         if disp["block_class"]:
             out.append(f"- **Router built by:** {code(disp['block_class'])}")
+        changed = server_args_set(disp)
+        if changed:
+            out.append("- **Server arguments set:** " + ", ".join(cell(c) for c in changed))
         sink = disp["paths"][0]["sink"] if disp["status"] == "selected" else None
         if sink:
             given = ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))

@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from routescope.render.markdown import server_args_set
 from routescope.render.text_verdict import verdict_panel
 
 _WORD = {True: "true", False: "false", None: "unknown"}
@@ -91,6 +92,9 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
     shown = [f"{k}={router[k]['value']}" for k in keys if k in router]
     if shown:
         parts.append(Text("router: " + ", ".join(shown)))
+    changed = server_args_set(disp)
+    if changed:
+        parts.append(Text("server arguments set: " + ", ".join(changed), style="dim"))
     status = {
         "selected": ("one path selected", "green"),
         "provisional": ("provisional: one path, but set-up did not finish (see notes)", "yellow"),
