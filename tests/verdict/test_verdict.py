@@ -83,8 +83,13 @@ def test_fused_router_on_0_5_23_names_the_switch() -> None:
     """Qwen3-30B-A3B on SM100, SGLang 0.5.23: the Qwen3 override picks flashinfer_trtllm, the
     experts bind the router to it and TopK decides BYPASSED at bind time; the switch is the
     server argument whose resolved value is that backend."""
-    v = report("examples/configs/Qwen--Qwen3-30B-A3B.json", "0.5.23", "sm100", 8)["verdict"]
+    doc = report("examples/configs/Qwen--Qwen3-30B-A3B.json", "0.5.23", "sm100", 8)
+    v = doc["verdict"]
     assert v["insertable"] is False
+    # the override that fired: the Qwen3 model override sets the backend on Blackwell
+    backend = doc["dispatch"]["server_args"]["moe_runner_backend"]
+    assert backend["value"] == "'flashinfer_trtllm'"
+    assert backend["origins"] == ["sglang/srt/arg_groups/model_overrides/qwen3_moe.py:86"]
     sw = v["switch"]
     assert (sw["flag"], sw["current"], sw["suggest"]) == (
         "--moe-runner-backend",
