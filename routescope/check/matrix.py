@@ -85,7 +85,9 @@ def _cells(policy: Policy, offline: bool, rules: Any, tree: Any, version: str | 
         if isinstance(got, RoutescopeError):
             cells.append(Cell(model, gpu, None, got.message))
             continue
-        dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant)
+        dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant,
+                         server_args=dict(policy.server_args), env=dict(policy.env),
+                         packages=dict(policy.packages))  # fmt: skip
         try:
             report = traced_report(tree, index, rules, got, dep, version)
         except RoutescopeError as exc:

@@ -24,7 +24,7 @@ else:  # pragma: no cover
 
 _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 _PINNED = re.compile(r"^[\w.\-]+/[\w.\-]+@[0-9a-f]{40}$")
-_TOP = {"models", "framework", "gpus", "tp", "quant", "rules"}
+_TOP = {"models", "framework", "gpus", "tp", "quant", "set", "env", "packages", "rules"}
 _RULES = {"forbid_sink_kinds", "require_oea_insertable", "require_selected_path"}
 # the kind of a path whose routing runs inside the MoE kernel with no kernel named; forbidding it
 # also forbids the paths whose sink is that kernel (kind fused_moe_kernel): both route in the MoE
@@ -49,6 +49,11 @@ class Policy:
     gpus: tuple[str, ...]
     tp: int
     quant: str | None
+    # the deployment as `inspect` takes it: --set server arguments, --env variables, --package
+    # (whether an optional package imports on the server), each a (name, value) pair
+    server_args: tuple[tuple[str, Any], ...]
+    env: tuple[tuple[str, str], ...]
+    packages: tuple[tuple[str, bool], ...]
     forbid_sink_kinds: tuple[str, ...]
     require_oea_insertable: bool
     require_selected_path: bool
@@ -135,6 +140,11 @@ class _Reader:
             gpus=self._gpus(table),
             tp=self._tp(table),
             quant=self._str(table, ("quant",), None),
+            server_args=self._pairs(
+                table, "set", (str, int, float, bool), "a string, number or boolean"
+            ),
+            env=self._pairs(table, "env", (str,), "a string"),
+            packages=self._pairs(table, "packages", (bool,), "true or false"),
             forbid_sink_kinds=self._kinds(rules, framework),
             require_oea_insertable=self._bool(rules, "require_oea_insertable", False),
             require_selected_path=self._bool(rules, "require_selected_path", True),
@@ -156,6 +166,17 @@ class _Reader:
         if value is not None and not isinstance(value, str):
             raise self.fail(key, f"{key[-1]} must be a string")
         return value
+
+    def _pairs(self, table: dict[str, Any], key: str, types: tuple[type, ...],
+               what: str) -> tuple[tuple[str, Any], ...]:  # fmt: skip
+        """A table of name = value (`[set]`, `[env]`, `[packages]`), each value one of `types`."""
+        value = table.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail((key,), f"{key} must be a table of name = value")
+        for name, v in value.items():
+            if not isinstance(v, types) or (bool not in types and isinstance(v, bool)):
+                raise self.fail((key, name), f"{key}.{name} must be {what}")
+        return tuple(sorted(value.items()))
 
     def _bool(self, rules: dict[str, Any], key: str, default: bool) -> bool:
         value = rules.get(key, default)

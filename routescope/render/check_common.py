@@ -6,12 +6,22 @@ import os
 from pathlib import Path
 
 from routescope.check.findings import Finding
+from routescope.check.policy import Policy
 
 
 def shown_path(path: Path) -> str:
     """`path` relative to the working directory (as CI tools expect), else absolute; '/' always."""
     rel = os.path.relpath(path.resolve(), Path.cwd().resolve())
     return (str(path.resolve()) if rel.startswith("..") else rel).replace(os.sep, "/")
+
+
+def deployment_label(p: Policy) -> str:
+    """`sglang==0.5.23, tp=8` plus the quantization, --set, --env and --package the policy gives."""
+    parts = [p.framework, f"tp={p.tp}"] + ([f"quant={p.quant}"] if p.quant else [])
+    parts += [f"set {k}={v}" for k, v in p.server_args]
+    parts += [f"env {k}={v}" for k, v in p.env]
+    parts += [f"package {k}={'true' if v else 'false'}" for k, v in p.packages]
+    return ", ".join(parts)
 
 
 def model_label(model: str) -> str:

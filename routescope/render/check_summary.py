@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from routescope.check.findings import CheckResult, Finding, Outcome
 from routescope.check.lock import entry_from_report
-from routescope.render.check_common import model_label, shown_path
+from routescope.render.check_common import deployment_label, model_label, shown_path
 
 _ICON = {Outcome.PASS: "✅ pass", Outcome.FAIL: "❌ fail", Outcome.UNDECIDED: "⚠️ undecided"}
 
@@ -19,7 +19,7 @@ def render(result: CheckResult) -> str:
     out = [
         f"## routescope check {verdict}",
         "",
-        f"Policy `{shown_path(p.path)}`, {p.framework}, tp={p.tp}; lock "
+        f"Policy `{shown_path(p.path)}`, {deployment_label(p)}; lock "
         f"`{shown_path(result.lock_path)}`.",
         "",
         "| model | GPU | sink | kind | OEA | result |",

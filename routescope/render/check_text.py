@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from routescope.check.findings import CheckResult, Outcome
-from routescope.render.check_common import model_label, shown_path
+from routescope.render.check_common import deployment_label, model_label, shown_path
 
 _MARK = {Outcome.PASS: "ok  ", Outcome.FAIL: "FAIL", Outcome.UNDECIDED: "??  "}
 
@@ -11,7 +11,7 @@ _MARK = {Outcome.PASS: "ok  ", Outcome.FAIL: "FAIL", Outcome.UNDECIDED: "??  "}
 def render(result: CheckResult) -> str:
     """Plain text (no colour) for logs; ends with a one-line summary and the exit code."""
     p = result.policy
-    out = [f"routescope check: {shown_path(p.path)} ({p.framework}, tp={p.tp})"]
+    out = [f"routescope check: {shown_path(p.path)} ({deployment_label(p)})"]
     for f in result.findings:
         out.append(f"{_MARK[f.outcome]} {model_label(f.model)} {f.gpu} {f.rule}: {f.message}")
         if f.outcome is not Outcome.PASS:

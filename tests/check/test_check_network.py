@@ -12,6 +12,7 @@ from routescope.check import load_policy
 from routescope.check.matrix import run_matrix
 from routescope.errors import ExitCode
 from tests.check.conftest import DSV3, GLM5, policy_text, run, write_policy
+from tests.conftest import CONFIGS
 
 pytestmark = pytest.mark.network
 
@@ -203,3 +204,20 @@ def test_unsupported_version_never_passes(
     path.write_text(text.replace("false", "true"))
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
     assert code == ExitCode.CHECK_FAILED and "decode path not decided (status" in out
+
+
+def test_policy_packages_decide_a_fork(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-oss on SM120, 0.5.23 forks on whether triton_kernels imports on the server: the
+    selected-path rule (on by default) fails. The policy's [packages] says it does not import,
+    as `inspect --package` would: one path, and the deployment shows in the output."""
+    gpt_oss = str(CONFIGS / "openai--gpt-oss-20b.json")
+    text = policy_text([gpt_oss], "sglang==0.5.23", ["sm120"])
+    path = write_policy(tmp_path, text)
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.CHECK_FAILED and "decode path not decided" in out, out
+    path.write_text(text + "\n[packages]\ntriton_kernels = false\n")
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.OK, out
+    assert "(sglang==0.5.23, tp=8, package triton_kernels=false)" in out
+    lock = (tmp_path / "routescope.lock").read_text()
+    assert 'status = "selected"' in lock and "_router_triton_kernel" in lock

@@ -90,6 +90,55 @@ def test_rule_values_are_checked(
     assert code == ExitCode.ERROR and f"{path}:9: " in err and why in err
 
 
+@pytest.mark.parametrize(
+    ("table", "why", "line"),
+    [
+        pytest.param(
+            "[packages]\ntriton_kernels = 1\n",
+            "packages.triton_kernels must be true or false",
+            9,
+            id="package not a bool",
+        ),
+        pytest.param(
+            "[env]\nSGLANG_X = 1\n", "env.SGLANG_X must be a string", 9, id="env not a string"
+        ),
+        pytest.param(
+            '[set]\nmoe_runner_backend = ["triton"]\n',
+            "set.moe_runner_backend must be a string, number or boolean",
+            9,
+            id="set value a list",
+        ),
+        pytest.param(
+            'set = "moe_runner_backend=triton"\n', "set must be a table", 7, id="set not a table"
+        ),
+    ],
+)
+def test_deployment_tables_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, why: str, line: int
+) -> None:
+    text = policy_text([GLM5], "sglang==0.5.12", ["sm120"])  # 6 lines
+    path = write_policy(
+        tmp_path, text + table if table.startswith("set =") else text + "\n" + table
+    )
+    code, _, err = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.ERROR and why in err, err
+    assert f"{path}:{line}: " in err, err
+
+
+def test_deployment_tables_reach_the_policy(tmp_path: Path) -> None:
+    from routescope.check.policy import load_policy
+
+    text = policy_text([GLM5], "sglang==0.5.23", ["sm120"]) + (
+        '\n[set]\nmoe_runner_backend = "triton"\ndisable_shared_experts_fusion = true\n'
+        '\n[env]\nSGLANG_X = "1"\n\n[packages]\ntriton_kernels = false\n'
+    )
+    policy = load_policy(write_policy(tmp_path, text))
+    assert policy.server_args == (("disable_shared_experts_fusion", True),
+                                  ("moe_runner_backend", "triton"))  # fmt: skip
+    assert policy.env == (("SGLANG_X", "1"),)
+    assert policy.packages == (("triton_kernels", False),)
+
+
 def test_missing_policy_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.chdir(tmp_path)
