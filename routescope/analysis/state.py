@@ -84,21 +84,12 @@ class PathState:
     yielded: Value | None = None
 
     def fork(self) -> PathState:
-        return PathState(
-            envs=[dict(e) for e in self.envs],
-            decisions=list(self.decisions),
-            frames=list(self.frames),
-            trail=list(self.trail),
-            sinks=list(self.sinks),
-            claims=dict(self.claims),
-            claimed=list(self.claimed),
-            heap=dict(self.heap),  # inner dicts are shared until written (write() copies)
-            heap_objs=dict(self.heap_objs),
-            stopped=self.stopped,
-            assumptions=list(self.assumptions),
-            raising=self.raising,
-            yielded=self.yielded,
-        )
+        """A branch of this path: its state and its record so far."""
+        new = self.scratch()
+        new.decisions, new.trail = list(self.decisions), list(self.trail)
+        new.sinks, new.claimed = list(self.sinks), list(self.claimed)
+        new.assumptions = list(self.assumptions)
+        return new
 
     def scratch(self) -> PathState:
         """A throw-away copy to re-evaluate an expression on: what it records (decisions, the
@@ -108,7 +99,7 @@ class PathState:
             envs=[dict(e) for e in self.envs],
             frames=list(self.frames),
             claims=dict(self.claims),
-            heap=dict(self.heap),
+            heap=dict(self.heap),  # inner dicts are shared until written (write() copies)
             heap_objs=dict(self.heap_objs),
             stopped=self.stopped,
             raising=self.raising,
