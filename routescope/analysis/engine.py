@@ -1945,10 +1945,11 @@ class _ContextVarMethod(Value):
 
     def call(self, st: PathState, args: list[Value]) -> Value:
         view = st.fields(self.var)
-        if self.name == "get":
-            got = view.get("value") or view.get("default") or (args[0] if args else None)
-            return got if got is not None else Unknown(f"ContextVar {describe(view['name'])} "
-                                                       "has no value on this path")  # fmt: skip
+        if self.name == "get":  # its value, else get()'s default, else its own default
+            for got in (view.get("value"), args[0] if args else None, view.get("default")):
+                if got is not None:
+                    return got
+            return Unknown(f"ContextVar {describe(view['name'])} has no value on this path")
         if self.name == "set" and len(args) == 1:
             token = Instance(None, {"old": view["value"]} if "value" in view else {}, "Token")
             st.write(self.var, "value", args[0])

@@ -205,7 +205,9 @@ def route(x):
     with enabled_context():
         inside = _enabled.get()
     after = _enabled.get()
-    if before is False and inside is True and after is False and _unset.get(7) == 7:
+    given = _enabled.get("given")  # no value of its own: get()'s default before its own
+    if (before is False and inside is True and after is False and _unset.get(7) == 7
+            and given == "given"):
         return topk_fast(x)
     return torch.topk(x, 2)
 """
