@@ -24,6 +24,16 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = "1.0"
 
 
+# the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
+FUSED_MOE_KERNEL = "fused_moe_kernel"
+
+
+def sink_args_text(sink: dict[str, Any]) -> str:
+    """A report sink's arguments as `name=value, ...` (how a fused MoE kernel is told to
+    route); "" when the rule names none."""
+    return ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
+
+
 def _sink(h: SinkHit | None) -> dict[str, Any] | None:
     if h is None:
         return None

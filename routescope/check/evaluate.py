@@ -8,7 +8,8 @@ from typing import Any
 from routescope.check.findings import Finding, Frame, Outcome
 from routescope.check.lock import Lock, LockEntry, diff_entries, entry_from_report
 from routescope.check.matrix import Cell
-from routescope.check.policy import BYPASSED, FUSED_MOE_KERNEL, Policy
+from routescope.check.policy import BYPASSED, Policy
+from routescope.report import FUSED_MOE_KERNEL
 
 
 def _frames(report: dict[str, Any]) -> tuple[Frame, ...]:

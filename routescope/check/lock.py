@@ -16,6 +16,7 @@ from typing import Any
 
 from routescope.check.policy import BYPASSED
 from routescope.errors import RoutescopeError
+from routescope.report import sink_args_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -76,7 +77,7 @@ def entry_from_report(model: str, gpu: str, report: dict[str, Any]) -> LockEntry
     fields["sink"] = sink["name"] if sink else "(none)"
     fields["sink_kind"] = sink["kind"] if sink else BYPASSED
     if sink and sink.get("args"):  # how a fused MoE kernel is told to route
-        fields["sink_args"] = ", ".join(f"{a['name']}={a['value']}" for a in sink["args"])
+        fields["sink_args"] = sink_args_text(sink)
     if "top_k" in router:
         fields["top_k"] = str(router["top_k"]["value"])
     fmt = router.get("output_format", {}).get("value")

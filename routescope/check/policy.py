@@ -29,7 +29,6 @@ _RULES = {"forbid_sink_kinds", "require_oea_insertable", "require_selected_path"
 # the kind of a path whose routing runs inside the MoE kernel with no kernel named; forbidding it
 # also forbids the paths whose sink is that kernel (kind fused_moe_kernel): both route in the MoE
 BYPASSED = "bypassed"
-FUSED_MOE_KERNEL = "fused_moe_kernel"
 
 
 class PolicyError(RoutescopeError):

@@ -6,6 +6,7 @@ from textwrap import dedent
 from typing import Any
 
 from routescope.render.mermaid import flowchart
+from routescope.report import sink_args_text
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 
@@ -59,7 +60,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             out.append("- **Server arguments set:** " + ", ".join(cell(c) for c in changed))
         sink = disp["paths"][0]["sink"] if disp["status"] == "selected" else None
         if sink:
-            given = ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
+            given = sink_args_text(sink)
             out.append(f"- **Routing kernel:** {code(sink['name'])} ({sink['kind']}), called at "
                        f"{code(sink['file'] + ':' + str(sink['line']))}"
                        + (f", given {cell(given)}" if given else ""))  # fmt: skip

@@ -10,6 +10,7 @@ from rich.tree import Tree
 
 from routescope.render.markdown import server_args_set
 from routescope.render.text_verdict import verdict_panel
+from routescope.report import sink_args_text
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 _STYLE = {True: "green", False: "red", None: "yellow"}
@@ -57,7 +58,7 @@ def path_tree(path: dict[str, Any], title: str) -> Tree:
             f"  [{sink['kind']}]  called at {_short(sink['file'])}:{sink['line']}", style="magenta"
         )
         if sink.get("args"):  # how a fused MoE kernel is told to route
-            given = ", ".join(f"{a['name']}={a['value']}" for a in sink["args"])
+            given = sink_args_text(sink)
             t.append(f"\n  given {given}", style="magenta")
         tree.add(t)
     if path["stopped"]:

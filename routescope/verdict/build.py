@@ -6,6 +6,7 @@ from typing import Any
 
 from routescope.analysis.index import Index
 from routescope.errors import RoutescopeError
+from routescope.report import FUSED_MOE_KERNEL, sink_args_text
 from routescope.verdict import constraints as C
 from routescope.verdict.callees import CallSite, find_calls
 from routescope.verdict.facts import input_value
@@ -14,9 +15,6 @@ from routescope.verdict.rules import OeaRules, load_oea_rules
 from routescope.verdict.sketch import from_constraints
 from routescope.verdict.source import function_at, function_named, open_index
 from routescope.verdict.switch import find_switch, returned, switch_from_router
-
-# the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
-FUSED_MOE_KERNEL = "fused_moe_kernel"
 
 
 def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, Any]:
@@ -78,7 +76,7 @@ def assess(
         what = f"returns {ret[0]} at {ret[1]}" if ret else "returns without calling a router kernel"
         where = ""
         if fused:
-            given = ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
+            given = sink_args_text(sink)
             where = f"; {sink['name']} routes inside the expert GEMM launch at " \
                     f"{sink['file']}:{sink['line']}" + (f" ({given})" if given else "")  # fmt: skip
         out.update(
