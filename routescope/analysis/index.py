@@ -19,6 +19,10 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DECORATOR_CALL = re.compile(rb"^@(?:\w+\.)*(\w+)\(", re.M)
 
 
+def _decorator_calls(text: bytes) -> frozenset[str]:
+    return frozenset(m.decode() for m in _DECORATOR_CALL.findall(text))
+
+
 class Index:
     """Modules and symbols of `tree`; each file is read and parsed when first asked for."""
 
@@ -61,11 +65,10 @@ class Index:
         directory = relpath.rpartition("/")[0]
         found = self._decorators.get(directory)
         if found is None:
-            found = {}
-            for name, rel in self._paths.items():
-                if rel.rpartition("/")[0] == directory and rel.endswith(".py"):
-                    text = self.tree.read_bytes(rel)
-                    found[name] = frozenset(m.decode() for m in _DECORATOR_CALL.findall(text))
+            beside = {n: r for n, r in self._paths.items()
+                      if r.rpartition("/")[0] == directory and r.endswith(".py")}  # fmt: skip
+            self.tree.prefetch(beside.values())  # a remote tree: one transfer, not one per file
+            found = {n: _decorator_calls(self.tree.read_bytes(r)) for n, r in beside.items()}
             self._decorators[directory] = found
         return sorted(n for n, used in found.items() if n != module and used & names)
 
