@@ -590,10 +590,9 @@ def _served_quantization(engine: Engine, rules: FrameworkRules, server_args: Val
     value = _resolved_arg(engine, rules, server_args, arg)
     if not isinstance(value, Const) or not isinstance(value.value, str) or value.value == asked:
         return asked
-    if asked in (None, "bf16"):
-        where = ", ".join(value.origins) or "its own post-processing"
-        notes.append(f"the server resolves {arg} = {value.value!r} ({where}): the model is "
-                     "built with that quantization")  # fmt: skip
+    where = ", ".join(value.origins) or "its own post-processing"
+    notes.append(f"the server resolves {arg} = {value.value!r} ({where}): the model is "
+                 "built with that quantization")  # fmt: skip
     return value.value
 
 
