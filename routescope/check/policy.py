@@ -173,7 +173,7 @@ class _Reader:
         if not isinstance(value, dict):
             raise self.fail((key,), f"{key} must be a table of name = value")
         for name, v in value.items():
-            if not isinstance(v, types) or (bool not in types and isinstance(v, bool)):
+            if not isinstance(v, types):
                 raise self.fail((key, name), f"{key}.{name} must be {what}")
         return tuple(sorted(value.items()))
 
