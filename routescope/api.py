@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.deployment import Deployment
-from routescope.analysis.frameworks import FrameworkRules, load_framework
+from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.frameworks import FrameworkRules, load_framework
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.intake import RoutingSpec, load_spec

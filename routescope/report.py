@@ -10,15 +10,15 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from routescope import __version__
-from routescope.analysis.state import Decision, SinkHit
-from routescope.analysis.trace import TracedPath
+from routescope.analysis.engine.state import Decision, SinkHit
+from routescope.analysis.phases.trace import TracedPath
 from routescope.intake.spec import RoutingSpec
 from routescope.render.spec_json import spec_dict
 
 if TYPE_CHECKING:
-    from routescope.analysis.deployment import Deployment
-    from routescope.analysis.dispatch import Dispatch
     from routescope.analysis.index import Index
+    from routescope.analysis.phases.deployment import Deployment
+    from routescope.analysis.phases.dispatch import Dispatch
 
 # Bump the major part on any change that removes or renames a field.
 SCHEMA_VERSION = "1.0"

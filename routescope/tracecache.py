@@ -105,7 +105,7 @@ def _prune() -> None:
 def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, dep: Any,
                   version: str | None) -> dict[str, Any]:  # fmt: skip
     """The full report of `spec` deployed as `dep` on `tree`, traced or read back."""
-    from routescope.analysis.dispatch import trace_dispatch
+    from routescope.analysis.phases.dispatch import trace_dispatch
     from routescope.report import build_report
 
     fingerprint = getattr(tree, "fingerprint", None)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from routescope import api
-from routescope.analysis.frameworks import load_framework
+from routescope.analysis.phases.frameworks import load_framework
 from tests.conftest import CONFIGS
 
 FRAMEWORKS = ["sglang"]

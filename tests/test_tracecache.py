@@ -102,7 +102,7 @@ def test_inspect_reads_back_the_same_report(monkeypatch: pytest.MonkeyPatch) -> 
     )
     traced = api.inspect(req)
     monkeypatch.setattr(
-        "routescope.analysis.dispatch.trace_dispatch",
+        "routescope.analysis.phases.dispatch.trace_dispatch",
         lambda *a, **k: pytest.fail("traced again although the report was cached"),
     )
     assert api.inspect(req) == traced

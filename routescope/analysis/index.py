@@ -87,9 +87,9 @@ class Index:
     def resolve(self, module: str, name: str) -> Symbol | None:
         """What `name` means at the top level of `module`, following imports and re-exports
         to the defining module; an import from outside the tree gives an "external" symbol."""
-        return self._resolve(module, name, set())
+        return self.resolved(module, name, set())
 
-    def _resolve(self, module: str, name: str, seen: set[tuple[str, str]]) -> Symbol | None:
+    def resolved(self, module: str, name: str, seen: set[tuple[str, str]]) -> Symbol | None:
         if (module, name) in seen:
             return None  # an import cycle that never defines the name
         seen.add((module, name))
@@ -101,7 +101,7 @@ class Index:
                 return self.module_symbol(f"{module}.{name}")
             for star in self.bindings(module).get("*", []):
                 if star.module and self.has_module(star.module):
-                    hit = self._resolve(star.module, name, seen)
+                    hit = self.resolved(star.module, name, seen)
                     if hit is not None:
                         return hit
             return None
@@ -133,7 +133,7 @@ class Index:
         if not self.has_module(b.module):
             return Symbol("external", b.module, imported, None, None, None)
         # `from X import Y`: X's attribute Y first, else the submodule X.Y (as Python does)
-        hit = self._resolve(b.module, imported, seen)
+        hit = self.resolved(b.module, imported, seen)
         if hit is None and self.has_module(f"{b.module}.{imported}"):
             hit = self.module_symbol(f"{b.module}.{imported}")
         return hit

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from routescope.analysis.deployment import Deployment
+from routescope.analysis.phases.deployment import Deployment
 from routescope.check.policy import Policy
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from routescope.analysis.frameworks import load_framework
+from routescope.analysis.phases.frameworks import load_framework
 from routescope.check.locate import KeyLines
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu

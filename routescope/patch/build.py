@@ -71,7 +71,7 @@ def _flag_module(tree: Any) -> str:
 
 def supported_versions() -> tuple[str, ...]:
     """The releases whose traces the rule file's cases confirm (its `validated` list)."""
-    from routescope.analysis.frameworks import load_framework
+    from routescope.analysis.phases.frameworks import load_framework
 
     return tuple(load_framework("sglang").data.get("validated", ()))
 

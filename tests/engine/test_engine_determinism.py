@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from routescope.analysis.values import Tensor
+from routescope.analysis.engine.values import Tensor
 from tests.engine.test_engine_synthetic import make_tree, run
 
 ROUTE = """
@@ -32,7 +32,7 @@ ROUTE = """
 PROBE = """
 import sys
 from pathlib import Path
-from routescope.analysis.values import Tensor
+from routescope.analysis.engine.values import Tensor
 from tests.engine.test_engine_synthetic import make_tree, run
 paths = run(make_tree(Path(sys.argv[1]), {"route.py": sys.argv[2]}), "fw.route:route", Tensor())
 print(",".join(sorted(str(p.sink.kind if p.sink else None) for p in paths)))

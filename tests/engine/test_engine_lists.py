@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from routescope.analysis.values import Tensor
+from routescope.analysis.engine.values import Tensor
 from tests.engine.test_engine_synthetic import make_tree, run
 
 
@@ -156,7 +156,7 @@ def test_read_only_view_through_getattr(tmp_path: Path) -> None:
 def test_joined_declarations_keep_what_every_path_declared(tmp_path: Path) -> None:
     """Paths that declared different values for one setting and the same value for another
     are joined item by item: the agreed setting stays known, the other becomes Unknown."""
-    from routescope.analysis.interp import Budget
+    from routescope.analysis.engine.budget import Budget
 
     body = """
         def pass_(n):
@@ -181,7 +181,7 @@ def test_joined_declarations_keep_what_every_path_declared(tmp_path: Path) -> No
 
 
 def _joined(tmp_path: Path, body: str) -> list[str | None]:
-    from routescope.analysis.interp import Budget
+    from routescope.analysis.engine.budget import Budget
 
     budget = Budget()
     budget.merge_at = 1  # join at every opportunity, as the set-up phases do

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from routescope.analysis.facts import Checkpoint, Facts
-from routescope.analysis.values import Tensor
+from routescope.analysis.engine.facts import Checkpoint, Facts
+from routescope.analysis.engine.values import Tensor
 from tests.engine.test_engine_synthetic import SINKS, make_tree, run
 
 HEAD = """
@@ -108,7 +108,7 @@ def route(x, config):
         return topk_fast(x)
     return torch.topk(x, 2)
 """
-    from routescope.analysis.values import Const, Instance
+    from routescope.analysis.engine.values import Const, Instance
 
     text = Instance(None, {"top_k": Const(8)}, "config")
     config = Instance(None, {"model_type": Const("m"), "text_config": text}, "config")

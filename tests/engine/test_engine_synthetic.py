@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from routescope.analysis.engine import Engine
-from routescope.analysis.facts import Facts, SinkRule
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Facts, SinkRule
 from routescope.analysis.index import Index
-from routescope.analysis.interp import Budget
-from routescope.analysis.trace import TracedPath, resolve_entry, trace_call
-from routescope.analysis.values import Const, Tensor, Value
+from routescope.analysis.engine.budget import Budget
+from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
+from routescope.analysis.engine.values import Const, Tensor, Value
 from routescope.source.local import CheckoutTree
 
 SINKS = [
@@ -164,7 +164,7 @@ def test_module_level_flags_guards_and_torch_compile(tmp_path: Path) -> None:
         """,
         },
     )
-    from routescope.analysis.values import Const as C
+    from routescope.analysis.engine.values import Const as C
 
     facts = Facts(
         sinks=SINKS,
@@ -259,7 +259,7 @@ def test_unknown_argument_forks_and_names_reason(tmp_path: Path, flag: bool) -> 
     )
     engine = Engine(index, Facts(sinks=SINKS))
     fn = resolve_entry(engine, "fw.f:f")
-    from routescope.analysis.values import Unknown
+    from routescope.analysis.engine.values import Unknown
 
     paths = trace_call(engine, fn, [Tensor(), Unknown("--moe-mode not given")], {})
     assert len(paths) == 2 and all("--moe-mode" in p.decisions[0].reason for p in paths)

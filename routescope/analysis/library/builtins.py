@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from routescope.analysis.values import (
+from routescope.analysis.engine.values import (
     ClassVal,
     Const,
     EnumMember,

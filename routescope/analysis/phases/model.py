@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from routescope.analysis.engine import Engine, _Ctx
-from routescope.analysis.state import PathState
-from routescope.analysis.values import ClassVal, Instance, ModuleVal, Unknown, Value
+from routescope.analysis.engine.base import Ctx
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import ClassVal, Instance, ModuleVal, Unknown, Value
 from routescope.errors import RoutescopeError
 
 
@@ -35,7 +36,7 @@ def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> 
         mod = engine.load_module(modname)
         if mod is None:
             continue
-        entry = engine._resolve(mod.globals.get(registry, Unknown("no registry")))
+        entry = engine.resolved(mod.globals.get(registry, Unknown("no registry")))
         for cls in _classes_in(entry):
             if cls.qualname.split(":")[-1] == arch:
                 return cls
@@ -74,7 +75,7 @@ def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
             finally:
                 engine.ctx.pop()
             for _, v in got:
-                v = engine._resolve(v)
+                v = engine.resolved(v)
                 if isinstance(v, ClassVal) and v.node is not None and v not in out and v is not cls:
                     out.append(v)
     return out
@@ -87,8 +88,8 @@ def _is_static(node: ast.expr) -> bool:
     return isinstance(node, ast.Name)
 
 
-def _ctx(module: ModuleVal) -> _Ctx:
-    return _Ctx(module, module.relpath, f"{module.name}:<scan>")
+def _ctx(module: ModuleVal) -> Ctx:
+    return Ctx(module, module.relpath, f"{module.name}:<scan>")
 
 
 def find_block(engine: Engine, model: ClassVal, router: ClassVal, max_depth: int = 5) -> ModelSite:

@@ -278,3 +278,19 @@ def describe(v: Value) -> str:
     if isinstance(v, ModuleVal):
         return f"module {v.name}"
     return type(v).__name__
+
+
+def merge_origins(*vals: Value) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in vals:
+        for o in v.origins:
+            if o not in out:
+                out.append(o)
+    return tuple(out)
+
+
+def unknown_from(reason: str, *vals: Value) -> Unknown:
+    unknowns = [v for v in vals if isinstance(v, Unknown)]
+    if unknowns:
+        return Unknown(unknowns[0].reason, merge_origins(*vals))
+    return Unknown(reason, merge_origins(*vals))

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from routescope.analysis.facts import Facts, SinkRule
-from routescope.analysis.values import Const, Unknown, Value
+from routescope.analysis.engine.facts import Facts, SinkRule
+from routescope.analysis.engine.values import Const, Unknown, Value
 from routescope.errors import RoutescopeError
 from routescope.hardware import GpuProfile
 from routescope.rules import load_rule_file, rules_dir

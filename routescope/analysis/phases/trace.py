@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from routescope.analysis.engine import Engine, routing_producer
-from routescope.analysis.interp import BudgetExceeded
-from routescope.analysis.state import Decision, Frame, PathState, SinkHit
-from routescope.analysis.values import (
+from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.sinks import routing_producer
+from routescope.analysis.engine.state import Decision, Frame, PathState, SinkHit
+from routescope.analysis.engine.values import (
     ClassVal,
     FunctionVal,
     Instance,
@@ -77,7 +78,7 @@ def trace_call(
         st.envs, st.decisions, st.frames, st.trail, st.sinks = [{}], [], [], [], []
     try:
         if isinstance(fn, FunctionVal):
-            outcomes = engine._invoke(st, fn, args, kwargs, None)
+            outcomes = engine.invoke(st, fn, args, kwargs, None)
         else:
             outcomes = [(s, "return", v) for s, v in engine.call(st, fn, args, kwargs, None)]
     except BudgetExceeded as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.values import Instance, Value
+from routescope.analysis.engine.values import Instance, Value
 
 
 @dataclass(frozen=True, slots=True)

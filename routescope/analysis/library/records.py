@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from routescope.analysis.values import (
+from routescope.analysis.engine.values import (
     ClassVal,
     Const,
     External,
@@ -23,7 +23,7 @@ from routescope.analysis.values import (
 )  # fmt: skip
 
 if TYPE_CHECKING:
-    from routescope.analysis.state import PathState
+    from routescope.analysis.engine.state import PathState
 
 STRUCT_BASES = {"msgspec.Struct", "msgspec.structs.Struct"}
 NODEFAULT = "msgspec.NODEFAULT"
@@ -217,7 +217,7 @@ def _issubclass(sub: ClassVal, sup: Value) -> Value:
 
 def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module: str) -> Value:
     """`msgspec.defstruct(name, fields, *, bases=None, module=None, namespace=None, ...)`."""
-    from routescope.analysis.interp import seq_items
+    from routescope.analysis.engine.containers import seq_items
 
     name = args[0]
     fields = args[1] if len(args) > 1 else kwargs.get("fields")
@@ -262,7 +262,7 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
 
 
 def _parts(item: Value, st: PathState) -> list[Value] | None:
-    from routescope.analysis.interp import seq_items
+    from routescope.analysis.engine.containers import seq_items
 
     if isinstance(item, Const):
         if isinstance(item.value, str):

@@ -8,7 +8,7 @@ import fnmatch
 import posixpath
 from dataclasses import dataclass, field
 
-from routescope.analysis.values import Value
+from routescope.analysis.engine.values import Value
 
 
 @dataclass(frozen=True, slots=True)

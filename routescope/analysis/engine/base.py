@@ -1,0 +1,180 @@
+"""What every part of the engine shares: its context, and the operations parts call on
+each other (each part is a mixin of `Engine`)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Protocol
+
+from routescope.analysis.engine.budget import Budget
+from routescope.analysis.engine.facts import Facts, SinkRule
+from routescope.analysis.engine.state import Decision, Input, PathState
+from routescope.analysis.engine.values import (
+    ClassVal,
+    External,
+    FunctionVal,
+    Instance,
+    ModuleVal,
+    Tensor,
+    Value,
+)
+
+JOIN_THRESHOLD = 4  # a call whose paths outnumber this and agree on the kernels is joined
+
+Paths = list[tuple[PathState, Value]]
+# (path, how the block ended, the value returned or raised)
+Outcome = tuple[PathState, str, Value | None]
+
+
+class ModuleSource(Protocol):
+    def module(self, name: str) -> Any: ...
+    def has_module(self, name: str) -> bool: ...
+    def decorator_users(self, module: str, names: set[str]) -> list[str]: ...
+
+
+class Ctx:
+    """What is being evaluated: a module body, a class body (prefix "Cls."), or a function."""
+
+    __slots__ = ("file", "function", "module", "prefix")
+
+    def __init__(self, module: ModuleVal, file: str, function: str, prefix: str = "") -> None:
+        self.module = module
+        self.file = file
+        self.function = function
+        self.prefix = prefix
+
+
+class EngineBase:
+    """The state every part of the engine reads, and (for the type checker) the operations the
+    parts call on each other; `Engine` combines the parts."""
+
+    index: ModuleSource
+    facts: Facts
+    budget: Budget
+    modules: dict[str, ModuleVal]
+    loading: set[str]
+    ctx: list[Ctx]
+    catching: list[list[ast.ExceptHandler]]
+    entering: list[int]  # frame depths of the context-manager generators being entered
+    record_inputs: bool
+    tracing: bool
+    not_built: set[ClassVal]
+    only_module: ClassVal | None
+    default_dtype: str | None
+    construct_hooks: dict[ClassVal, Any]
+    _lines: dict[str, tuple[str, ...]]
+    _in_module_getattr: set[str]
+    _memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]]
+    _memo_keep: list[Value]
+    _reads: dict[str, frozenset[str]]
+    _unbuilt: set[int]
+    _texts: dict[int, tuple[ast.AST, str]]
+    _closure_env: dict[str, Value] | None
+    _self_stack: list[tuple[Value | None, ClassVal | None]]
+
+    if TYPE_CHECKING:
+
+        def annotation(self, cls: ClassVal, name: str) -> Value: ...
+        def assign(self, st: PathState, target: ast.expr, v: Value) -> None: ...
+        def attribute(self, st: PathState, obj: Value, name: str, hook: bool = True) -> Paths: ...
+        def bind(
+            self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]
+        ) -> dict[str, Value]: ...
+        def call(
+            self,
+            st: PathState,
+            fn: Value,
+            args: list[Value],
+            kwargs: dict[str, Value],
+            node: ast.AST | None,
+        ) -> Paths: ...
+        def call_external(
+            self,
+            st: PathState,
+            fn: External,
+            args: list[Value],
+            kwargs: dict[str, Value],
+            node: ast.AST | None,
+        ) -> Paths: ...
+        def compare(self, op: ast.cmpop, a: Value, b: Value) -> Value: ...
+        def construct(
+            self,
+            st: PathState,
+            cls: ClassVal,
+            args: list[Value],
+            kwargs: dict[str, Value],
+            node: ast.AST | None,
+        ) -> Paths: ...
+        def current_file(self) -> str: ...
+        def current_function(self) -> str: ...
+        def dataclass_init(
+            self, cls: ClassVal, inst: Instance, args: list[Value], kwargs: dict[str, Value]
+        ) -> None: ...
+        def decide(self, st: PathState, test: ast.expr) -> list[tuple[PathState, bool]]: ...
+        def define_class(self, st: PathState, node: ast.ClassDef) -> Value: ...
+        def define_function(
+            self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef
+        ) -> Value: ...
+        def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]: ...
+        def ev(self, st: PathState, node: ast.expr) -> Paths: ...
+        def ev_seq(
+            self, st: PathState, nodes: list[ast.expr]
+        ) -> list[tuple[PathState, list[Value]]]: ...
+        def exception_matches(
+            self, exc: Value | None, handler: ast.ExceptHandler, st: PathState
+        ) -> bool | None: ...
+        def exec_block(self, st: PathState, body: list[ast.stmt]) -> list[Outcome]: ...
+        def exec_stmt(self, st: PathState, node: ast.stmt) -> list[Outcome]: ...
+        def fs_query(self, kind: str, arg: Value, what: str) -> Value: ...
+        def hit_sink(
+            self,
+            st: PathState,
+            name: str,
+            rule: SinkRule,
+            node: ast.AST | None,
+            args: list[Value],
+            kwargs: dict[str, Value],
+        ) -> Tensor: ...
+        def identical(self, a: Value, b: Value) -> bool | None: ...
+        def import_module(self, name: str) -> Value: ...
+        def inputs(self, st: PathState, test: ast.expr) -> list[Input]: ...
+        def invoke(
+            self,
+            st: PathState,
+            fn: FunctionVal,
+            args: list[Value],
+            kwargs: dict[str, Value],
+            node: ast.AST | None,
+        ) -> list[Outcome]: ...
+        def invoke_uncached(
+            self,
+            st: PathState,
+            fn: FunctionVal,
+            args: list[Value],
+            kwargs: dict[str, Value],
+            node: ast.AST | None,
+        ) -> list[Outcome]: ...
+        def join(
+            self, where: str, outs: list[Outcome], threshold: int = JOIN_THRESHOLD
+        ) -> list[Outcome]: ...
+        def listing(self, pattern: str, kind: type) -> Value | None: ...
+        def load_module(self, name: str) -> ModuleVal | None: ...
+        def lookup_name(self, st: PathState, name: str) -> Value: ...
+        def made_at(self, node: ast.AST | None) -> tuple[str, str, int] | None: ...
+        def make_decision(
+            self, st: PathState, test: ast.expr, t: bool | None, v: Value
+        ) -> Decision: ...
+        def make_lambda(self, st: PathState, node: ast.Lambda) -> Value: ...
+        def module_attr(self, mod: ModuleVal, name: str) -> Value: ...
+        def owner_of(self, fn: FunctionVal) -> ClassVal | None: ...
+        def partly_built(self, obj: Instance) -> None: ...
+        def peek(self, st: PathState, node: ast.expr) -> Value | None: ...
+        def resolved(self, v: Value) -> Value: ...
+        def returned(self, st: PathState, outs: list[Outcome], always: str) -> Paths: ...
+        def rule_value(self, text: str, fn: FunctionVal) -> Value: ...
+        def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None: ...
+        def single(self, st: PathState, node: ast.expr) -> Value | None: ...
+        def source_text(self, node: ast.AST) -> str: ...
+        def summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths: ...
+        def super_proxy(self) -> Value: ...
+        def type_hints(self, cls: ClassVal) -> Value: ...

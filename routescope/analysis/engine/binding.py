@@ -1,0 +1,100 @@
+"""Binding a call's arguments to parameters; rule summaries evaluated in a function's scope."""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+from routescope.analysis.engine.base import Ctx, EngineBase, Paths
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    Const,
+    External,
+    FunctionVal,
+    Instance,
+    Unknown,
+    Value,
+)
+
+
+@functools.cache
+def parsed_summary(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+class BindingMixin(EngineBase):
+    def rule_value(self, text: str, fn: FunctionVal) -> Value:
+        """A rule file's expression over the bindings, evaluated where `fn` is defined."""
+        got = self.summary(PathState(envs=[{}]), fn, text)
+        return got[0][1] if len(got) == 1 else Unknown(f"{text} has several values")
+
+    def summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths:
+        expr = parsed_summary(text)
+        env = self.bind(fn, [], {})
+        env.update(self.facts.bindings)
+        env["namespace"] = External("routescope.namespace")
+        st.envs.append(env)
+        self.ctx.append(Ctx(fn.module, fn.module.relpath, fn.qualname))
+        try:
+            out = self.ev(st, expr)
+        finally:
+            self.ctx.pop()
+        for s, _v in out:
+            if (s.envs and s.envs[-1] is env) or len(s.envs) > 1:
+                s.envs.pop()
+        return out
+
+    def bind(
+        self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]
+    ) -> dict[str, Value]:
+        node = fn.node
+        a = node.args
+        params = [*a.posonlyargs, *a.args]
+        env: dict[str, Value] = {}
+        positional = list(args)
+        if fn.bound is not None and params and "staticmethod" not in fn.decorators:
+            env[params[0].arg] = fn.bound
+            params = params[1:]
+        defaults = list(a.defaults)
+        first_default = len(params) - len(defaults)
+        mod_state = PathState(envs=[fn.module.globals])
+        self.ctx.append(Ctx(fn.module, fn.module.relpath, fn.qualname))
+        try:
+            for i, p in enumerate(params):
+                if i < len(positional):
+                    env[p.arg] = positional[i]
+                elif p.arg in kwargs:
+                    env[p.arg] = kwargs[p.arg]
+                elif fn.defaults is not None and p.arg in fn.defaults:
+                    env[p.arg] = fn.defaults[p.arg]
+                elif i >= first_default:
+                    env[p.arg] = self._default(mod_state, defaults[i - first_default], fn, p.arg)
+                else:
+                    env[p.arg] = Unknown(f"argument {p.arg} not given")
+            for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+                if p.arg in kwargs:
+                    env[p.arg] = kwargs[p.arg]
+                elif fn.defaults is not None and p.arg in fn.defaults:
+                    env[p.arg] = fn.defaults[p.arg]
+                elif d is not None:
+                    env[p.arg] = self._default(mod_state, d, fn, p.arg)
+                else:
+                    env[p.arg] = Unknown(f"argument {p.arg} not given")
+            if a.vararg:
+                extra = positional[len(params) :]
+                env[a.vararg.arg] = Instance(
+                    None, {str(i): v for i, v in enumerate(extra)}, "tuple"
+                )
+            if a.kwarg:
+                known = {p.arg for p in [*params, *a.kwonlyargs]}
+                rest = {repr(k): v for k, v in kwargs.items() if k not in known}
+                env[a.kwarg.arg] = Instance(None, rest, "dict")
+        finally:
+            self.ctx.pop()
+        return env
+
+    def _default(self, st: PathState, node: ast.expr, fn: FunctionVal, name: str) -> Value:
+        got = self.ev(st.fork(), node)
+        v = got[0][1] if got else Unknown("default")
+        where = f"default of {name} at {fn.module.relpath}:{node.lineno}"
+        return Const(v.value, (*v.origins, where)) if isinstance(v, Const) else v

@@ -1,0 +1,116 @@
+"""Comprehensions over known items, on one path."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, cast
+
+from routescope.analysis.engine.base import EngineBase, Paths
+from routescope.analysis.engine.containers import (
+    SEQ_LIMIT,
+    iteration,
+    new_list,
+    new_set,
+    truth_in,
+)
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    Const,
+    Instance,
+    Unknown,
+    Value,
+    merge_origins,
+)
+
+
+class ComprehensionsMixin(EngineBase):
+    def ev_ListComp(self, st: PathState, node: ast.expr) -> Paths:
+        """A comprehension over known items, evaluated item by item on this one path; Unknown
+        when an item, a filter or the iterable is not known, or evaluating forks the path."""
+        assert isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+        names = {
+            n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
+        }
+        env = st.env if st.envs else None
+        if env is None:
+            return [(st, Unknown("comprehension"))]
+        saved = {n: env[n] for n in names if n in env}
+        try:
+            got = self._comprehend(st, node, node.generators, [])
+        finally:
+            for n in names:  # the comprehension's variables are its own (Python 3 scoping)
+                env.pop(n, None)
+            env.update(saved)
+        if isinstance(got, Unknown):
+            return [(st, got)]
+        if isinstance(node, ast.DictComp):
+            pairs = [cast(tuple[Value, Value], p) for p in got]
+            if not all(isinstance(k, Const) for k, _ in pairs):
+                return [(st, Unknown("comprehension with unknown keys"))]
+            return [(st, Instance(None, {repr(cast(Const, k).value): v for k, v in pairs}, "dict"))]
+        vals = [cast(Value, v) for v in got]
+        if isinstance(node, ast.ListComp):
+            return [(st, new_list(vals))]
+        if all(isinstance(v, Const) for v in vals):
+            items = [cast(Const, v).value for v in vals]
+            if isinstance(node, ast.SetComp):
+                try:
+                    return [(st, new_set(vals))]
+                except TypeError:
+                    return [(st, Unknown("comprehension of unhashable items"))]
+            made: Any = tuple(items)
+            return [(st, Const(made, merge_origins(*vals)))]
+        if isinstance(node, ast.SetComp):
+            return [(st, Unknown("set of unknown items"))]
+        return [(st, Instance(None, {str(i): v for i, v in enumerate(vals)}, "tuple"))]
+
+    ev_SetComp = ev_DictComp = ev_GeneratorExp = ev_ListComp
+
+    def _comprehend(self, st: PathState, node: ast.expr, gens: list[ast.comprehension],
+                    out: list[object]) -> list[object] | Unknown:  # fmt: skip
+        if not gens:
+            if isinstance(node, ast.DictComp):
+                k, v = self.single(st, node.key), self.single(st, node.value)
+                if k is None or v is None:
+                    return Unknown("comprehension item")
+                out.append((k, v))
+            else:
+                elt = self.single(st, node.elt)  # type: ignore[attr-defined]
+                if elt is None:
+                    return Unknown("comprehension item")
+                out.append(elt)
+            return out
+        gen = gens[0]
+        it = self.single(st, gen.iter)
+        items = iteration(it, st) if it is not None else None
+        if items is None:
+            return Unknown("comprehension over unknown items")
+        if len(items) > SEQ_LIMIT:
+            return Unknown(f"comprehension over more than {SEQ_LIMIT} items")
+        for item in items:
+            self.assign(st, gen.target, item)
+            keep = True
+            for cond in gen.ifs:
+                c = self.single(st, cond)
+                t = truth_in(st, c) if c is not None else None
+                if t is None:
+                    return Unknown("comprehension filter")
+                keep = keep and t
+                if not keep:
+                    break
+            if keep:
+                got = self._comprehend(st, node, gens[1:], out)
+                if isinstance(got, Unknown):
+                    return got
+        return out
+
+    def single(self, st: PathState, node: ast.expr) -> Value | None:
+        """`node`'s value when evaluating it keeps to this path (None when it forks)."""
+        frames, envs = len(st.frames), len(st.envs)
+        res = self.ev(st, node)
+        if len(res) != 1 or res[0][0] is not st:
+            # the forked paths are dropped; calls entered on `st` itself must not stay entered
+            del st.frames[frames:]
+            del st.envs[envs:]
+            return None
+        return res[0][1]

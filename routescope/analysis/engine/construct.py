@@ -1,0 +1,138 @@
+"""Constructing objects: classes, records (dataclasses, msgspec), enums, annotations."""
+
+from __future__ import annotations
+
+import ast
+from typing import cast
+
+from routescope.analysis.engine.base import Ctx, EngineBase, Paths
+from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.imports import MODULE_STMT_STEPS
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    EnumMember,
+    FunctionVal,
+    Instance,
+    Unknown,
+    Value,
+)
+from routescope.analysis.library import records
+from routescope.analysis.library.records import MODULE_BASES
+
+
+class ConstructMixin(EngineBase):
+    def construct(self, st: PathState, cls: ClassVal, args: list[Value],
+                   kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
+        if cls.is_enum:
+            return [(st, self._enum_lookup(cls, args))]
+        hook = self.construct_hooks.get(cls)
+        if hook is not None:
+            return cast(Paths, hook(st, args, kwargs, node))
+        inst = Instance(cls, {}, cls.qualname.split(":")[-1])
+        if cls in self.not_built or (
+            self.only_module is not None
+            and cls is not self.only_module
+            and any(b in MODULE_BASES for b in cls.external_bases())
+        ):
+            self.partly_built(inst)
+            return [(st, inst)]  # built separately (the model body while running the model's init)
+        if (
+            any(
+                d.endswith("dataclass") or d.endswith("dataclasses.dataclass")
+                for d in cls.decorators
+            )
+            or any(d.endswith("NamedTuple") for d in cls.external_bases())
+            or records.is_struct(cls)
+        ):
+            self.dataclass_init(cls, inst, args, kwargs)
+            post = cls.lookup("__post_init__")
+            if isinstance(post, FunctionVal):
+                return [(s, inst) for s, _k, _v in self.invoke(st, post.bind(inst), [], {}, node)]
+            return [(st, inst)]
+        init = cls.lookup("__init__")
+        if isinstance(init, FunctionVal):
+            outs = self.join(cls.qualname, self.invoke(st, init.bind(inst), args, kwargs, node), 1)
+            return [(s, v if s.raising is not None else inst)
+                    for s, v in self.returned(st, outs, "")]  # fmt: skip
+        return [(st, inst)]
+
+    def dataclass_init(self, cls: ClassVal, inst: Instance, args: list[Value],
+                        kwargs: dict[str, Value]) -> None:  # fmt: skip
+        names: list[str] = []
+        for c in reversed(cls.mro()):
+            for key in c.attrs:
+                if key.startswith("__field__") and key[9:] not in names:
+                    names.append(key[9:])
+        for i, name in enumerate(names):
+            if i < len(args):
+                inst.fields[name] = args[i]
+            elif name in kwargs:
+                inst.fields[name] = kwargs[name]
+            else:
+                default = cls.lookup(name)
+                if isinstance(default, records.FieldDefault) and default.factory is not None:
+                    made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
+                    inst.fields[name] = made[0][1] if len(made) == 1 else Unknown(f"{name} factory")
+                    continue
+                if isinstance(default, records.FieldDefault):
+                    default = default.default
+                if isinstance(default, Const) or (
+                    default is not None and not isinstance(default, FunctionVal)
+                ):
+                    inst.fields[name] = default
+                else:
+                    inst.fields[name] = Unknown(f"dataclass field {name} without default")
+
+    def _enum_lookup(self, cls: ClassVal, args: list[Value]) -> Value:
+        if not args:
+            return Unknown("enum()")
+        arg = args[0]
+        if isinstance(arg, EnumMember):
+            return arg
+        if isinstance(arg, Const):
+            for m in cls.attrs.values():
+                if (
+                    isinstance(m, EnumMember)
+                    and isinstance(m.value, Const)
+                    and m.value.value == arg.value
+                ):
+                    return EnumMember(m.cls, m.name, Const(m.value.value, arg.origins))
+            return Unknown(f"{cls.qualname} has no member with value {arg.value!r}")
+        return Unknown(f"{cls.qualname}(unknown)", arg.origins)
+
+    def type_hints(self, cls: ClassVal) -> Value:
+        """`typing.get_type_hints(cls, include_extras=True)`: every field's annotation evaluated
+        in its class's module (once per class; a string annotation is parsed first)."""
+        hints: dict[str, Value] = {}
+        for c in reversed(cls.mro()):
+            for name in list(c.annotations):
+                hints[name] = self.annotation(c, name)
+        return Instance(None, {repr(k): v for k, v in hints.items()}, "dict")
+
+    def annotation(self, cls: ClassVal, name: str) -> Value:
+        ann = cls.annotations[name]
+        if isinstance(ann, Value):
+            return ann
+        value: Value = Unknown(f"annotation of {name}")
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                ann = None  # type: ignore[assignment]
+        if cls.module is not None and ann is not None:
+            mod = cls.module
+            self.ctx.append(Ctx(mod, mod.relpath, f"{cls.qualname} annotations"))
+            self.budget.push(MODULE_STMT_STEPS, f"the annotation of {name} took too long")
+            try:
+                paths = self.ev(PathState(envs=[mod.globals]), ann)
+                if len(paths) == 1:
+                    value = paths[0][1]
+            except BudgetExceeded:
+                pass
+            finally:
+                self.budget.pop()
+                self.ctx.pop()
+        cls.annotations[name] = value
+        return value

@@ -1,0 +1,105 @@
+"""The trace engine: one object that evaluates a framework tree, made of the parts below.
+
+Generic over frameworks: what is framework-specific (platform facts, sinks, summaries) comes in
+through `Facts`, built from the rule files."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from routescope.analysis.engine.base import Ctx, ModuleSource
+from routescope.analysis.engine.binding import BindingMixin
+from routescope.analysis.engine.budget import Budget
+from routescope.analysis.engine.comprehensions import ComprehensionsMixin
+from routescope.analysis.engine.conditions import ConditionsMixin
+from routescope.analysis.engine.construct import ConstructMixin
+from routescope.analysis.engine.definitions import DefinitionsMixin
+from routescope.analysis.engine.exceptions import ExceptionsMixin
+from routescope.analysis.engine.exprs import ExprMixin
+from routescope.analysis.engine.externals import ExternalsMixin
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.imports import ImportsMixin
+from routescope.analysis.engine.invoke import InvokeMixin
+from routescope.analysis.engine.join import JoinMixin
+from routescope.analysis.engine.loops import LoopsMixin
+from routescope.analysis.engine.objects import ObjectsMixin
+from routescope.analysis.engine.operators import OperatorsMixin
+from routescope.analysis.engine.sinks import SinksMixin
+from routescope.analysis.engine.stmts import StmtMixin
+from routescope.analysis.engine.values import (
+    ClassVal,
+    ModuleVal,
+    Value,
+)
+from routescope.analysis.engine.withs import WithMixin
+
+
+class Engine(
+    ExprMixin,
+    OperatorsMixin,
+    ConditionsMixin,
+    ComprehensionsMixin,
+    StmtMixin,
+    LoopsMixin,
+    WithMixin,
+    ImportsMixin,
+    ObjectsMixin,
+    DefinitionsMixin,
+    InvokeMixin,
+    JoinMixin,
+    BindingMixin,
+    ExceptionsMixin,
+    ConstructMixin,
+    ExternalsMixin,
+    SinksMixin,
+):
+    def __init__(self, index: ModuleSource, facts: Facts, budget: Budget | None = None) -> None:
+        self.index = index
+        self.facts = facts
+        self.budget = budget or Budget()
+        self.modules: dict[str, ModuleVal] = {}
+        self.loading: set[str] = set()
+        self.ctx: list[Ctx] = []
+        self._lines: dict[str, tuple[str, ...]] = {}
+        self._in_module_getattr: set[str] = set()
+        self._memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]] = {}
+        self.not_built: set[ClassVal] = set()
+        self._memo_keep: list[Value] = []  # values whose ids are in memo keys
+        # While a model's own constructor runs for its side effects: the one class whose body
+        # is built; every other torch module it constructs stays a bare object.
+        self.only_module: ClassVal | None = None
+        self.tracing = False  # set while the router's decode forward is traced
+        self.catching: list[list[ast.ExceptHandler]] = []
+        self._reads: dict[str, frozenset[str]] = {}
+        # objects some constructor of which was not run (opaque, or built separately): their
+        # missing attributes are unknown, not absent
+        self._unbuilt: set[int] = set()
+        self.entering: list[int] = []
+        # torch's default dtype while the model is built (the loader's set_default_torch_dtype)
+        self.default_dtype: str | None = None
+        # classes whose construction a phase takes over (the model class while the framework's
+        # own loader builds it): called with the path, the arguments and the call node
+        self.construct_hooks: dict[ClassVal, Any] = {}
+        self._texts: dict[int, tuple[ast.AST, str]] = {}  # id(node) -> (node, its source)
+
+    # --- context -----------------------------------------------------------------------------
+
+    def current_file(self) -> str:
+        return self.ctx[-1].file if self.ctx else ""
+
+    def current_function(self) -> str:
+        return self.ctx[-1].function if self.ctx else ""
+
+    def source_text(self, node: ast.AST) -> str:
+        """The node's source, normalised; each node is unparsed once (a guard a loop or a
+        repeated call evaluates again is written down each time)."""
+        known = self._texts.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        try:
+            text = " ".join(ast.unparse(node).split())
+        except Exception:
+            text = type(node).__name__
+        self._texts[id(node)] = (node, text)  # the node is kept, so its id stays its own
+        return text

@@ -1,0 +1,164 @@
+"""Definitions: functions, lambdas, classes, their decorators and registrations."""
+
+from __future__ import annotations
+
+import ast
+
+from routescope.analysis.engine.base import Ctx, EngineBase
+from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    FunctionVal,
+    Instance,
+    Unknown,
+    Value,
+)
+
+
+class DefinitionsMixin(EngineBase):
+    def _decorator_names(self, st: PathState, decorators: list[ast.expr]) -> tuple[str, ...]:
+        names: list[str] = []
+        for d in decorators:
+            head = d.func if isinstance(d, ast.Call) else d
+            try:
+                results = self.ev(st.fork(), head)
+            except BudgetExceeded:
+                results = []
+            val = self.resolved(results[0][1]) if results else None
+            if isinstance(val, External):
+                names.append(val.name.removeprefix("builtins."))
+            elif isinstance(val, (FunctionVal, ClassVal)):
+                names.append(val.qualname)
+            else:
+                names.append(self.source_text(head))
+        return tuple(names)
+
+    def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value:
+        mod = self.ctx[-1].module
+        owner_prefix = self.ctx[-1].prefix
+        qual = f"{mod.name}:{owner_prefix}{node.name}"
+        if owner_prefix:
+            # a method: the class bodies it sits in are no scope of its body (Python resolves
+            # a bare name there in the enclosing function, then the module), so a method that
+            # calls the module's function of its own name calls the function
+            scopes = st.envs[: len(st.envs) - owner_prefix.count(".")]
+            closure = dict(scopes[-1]) if scopes and scopes[-1] is not mod.globals else None
+        else:
+            closure = dict(st.env) if len(st.envs) > 1 or st.env is not mod.globals else None
+        fn = FunctionVal(
+            qual,
+            node,
+            mod,
+            self._decorator_names(st, node.decorator_list),
+            closure=closure,
+            defaults=self._nested_defaults(st, node) if closure is not None else None,
+        )
+        fn.origins = (f"{mod.relpath}:{node.lineno}",)
+        if node.decorator_list and owner_prefix == "" and st.env is mod.globals:
+            self._register(st, fn, node.decorator_list)
+        return fn
+
+    def _nested_defaults(self, st: PathState,
+                         node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+                         ) -> dict[str, Value] | None:  # fmt: skip
+        """A nested function's defaults, evaluated in the scope that defines it (`def
+        getter(self, _name=name)` in a loop binds each iteration's name)."""
+        a = node.args
+        params = [*a.posonlyargs, *a.args]
+        pairs = list(zip(params[len(params) - len(a.defaults) :], a.defaults, strict=True))
+        pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d]
+        out: dict[str, Value] = {}
+        for p, d in pairs:
+            if isinstance(d, ast.Constant):
+                continue  # the same wherever it is evaluated
+            got = self.ev(st.fork(), d)
+            out[p.arg] = got[0][1] if len(got) == 1 else Unknown(f"default of {p.arg}")
+        return out or None
+
+    def _register(self, st: PathState, fn: FunctionVal, decorators: list[ast.expr]) -> None:
+        """Run the framework's own decorators of a module-level function for what they record
+        (a registry's append); the name keeps the function itself, as before."""
+        for d in reversed(decorators):
+            try:
+                heads = self.ev(st.fork(), d)
+                dec = self.resolved(heads[0][1]) if len(heads) == 1 else None
+                if not isinstance(dec, FunctionVal):
+                    continue
+                results = self.call(heads[0][0], dec, [fn], {}, None)
+            except BudgetExceeded:
+                continue
+            if len(results) == 1:
+                done = results[0][0]
+                st.heap, st.heap_objs = done.heap, done.heap_objs
+
+    def make_lambda(self, st: PathState, node: ast.Lambda) -> Value:
+        """A lambda closes over the variables in scope where it is written."""
+        mod = self.ctx[-1].module
+        closure = dict(st.env) if st.env is not mod.globals else None
+        return FunctionVal(
+            f"{mod.name}:<lambda:{node.lineno}>",
+            node,
+            mod,
+            (),
+            closure=closure,
+            defaults=self._nested_defaults(st, node) if closure else None,
+        )
+
+    def define_class(self, st: PathState, node: ast.ClassDef) -> Value:
+        mod = self.ctx[-1].module
+        bases: list[Value] = []
+        for b in node.bases:
+            got = self.ev(st.fork(), b)
+            bases.append(self.resolved(got[0][1]) if got else Unknown("base"))
+        prefix = self.ctx[-1].prefix
+        cls = ClassVal(f"{mod.name}:{prefix}{node.name}", node, mod, tuple(bases),
+                       decorators=self._decorator_names(st, node.decorator_list))  # fmt: skip
+        cls.is_enum = any((isinstance(b, External) and b.name.startswith("enum.")) or
+                          (isinstance(b, ClassVal) and b.is_enum) for b in bases)  # fmt: skip
+        body_st = PathState(envs=[*st.envs, {}])
+        outer = self.ctx[-1]
+        self.ctx.append(Ctx(mod, outer.file, outer.function, f"{prefix}{node.name}."))
+        try:
+            self._class_body(cls, body_st, node)
+        finally:
+            self.ctx.pop()
+        return cls
+
+    def _class_body(self, cls: ClassVal, st: PathState, node: ast.ClassDef) -> None:
+        auto = 0
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                name = stmt.target.id
+                if stmt.value is not None:  # a field(...) call gives a records.FieldDefault
+                    got = self.ev(st, stmt.value)
+                    cls.attrs[name] = got[0][1] if got else Unknown("class attribute")
+                cls.attrs.setdefault(f"__field__{name}", Const(name))
+                cls.annotations[name] = stmt.annotation
+                continue
+            try:
+                outcomes = self.exec_stmt(st, stmt)
+            except BudgetExceeded:
+                continue
+            if outcomes:
+                st = outcomes[0][0]
+                st.commit()  # descriptors built in a class body keep what their __init__ set
+        for key, val in st.env.items():
+            if cls.is_enum and not isinstance(val, FunctionVal) and not key.startswith("_"):
+                if isinstance(val, External) and val.name.endswith("auto"):
+                    auto += 1
+                    val = Const(auto)
+                val = EnumMember(cls, key, val)
+            cls.attrs[key] = val
+        for key, val in list(cls.attrs.items()):
+            if isinstance(val, Instance) and val.cls is not None and val.cls.lookup("__set_name__"):
+                setter = val.cls.lookup("__set_name__")
+                if isinstance(setter, FunctionVal):
+                    set_st = PathState(envs=[{}])
+                    self.invoke(set_st, setter.bind(val), [cls, Const(key)], {}, None)
+                    set_st.commit()
+
+    # --- calls ---------------------------------------------------------------------------------

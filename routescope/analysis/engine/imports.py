@@ -1,0 +1,287 @@
+"""Modules and imports: module bodies evaluated once, lazy names, imports for side effects."""
+
+from __future__ import annotations
+
+import ast
+
+from routescope.analysis.engine.base import Ctx, EngineBase, Outcome
+from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    Const,
+    External,
+    FunctionVal,
+    Instance,
+    ModuleVal,
+    Unknown,
+    Value,
+)
+
+MODULE_STMT_STEPS = 80_000
+
+
+def decorator_factory(node: ast.stmt) -> bool:
+    """`def register(key): def decorator(fn): ...; return decorator`: a function that returns
+    a function it defines (what a registering decorator with arguments looks like)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    inner = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
+               for n in node.body)  # fmt: skip
+
+
+class ImportsMixin(EngineBase):
+    def load_module(self, name: str) -> ModuleVal | None:
+        """Evaluate a module body once; a module being loaded gives its partial globals."""
+        if name in self.modules:
+            return self.modules[name]
+        info = self.index.module(name)
+        if info is None:
+            return None
+        mod = ModuleVal(name, {"__name__": Const(name)}, info.relpath)
+        self.modules[name] = mod
+        if info.tree is None:
+            mod.globals["__unparseable__"] = Unknown(
+                f"{info.relpath} does not parse: {info.unparseable}"
+            )
+            return mod
+        self._lines[info.relpath] = info.lines
+        self.loading.add(name)
+        st = PathState(envs=[mod.globals])
+        self.ctx.append(Ctx(mod, info.relpath, f"{name}:<module>"))
+        # An import completes whatever phase triggered it: a phase's deadline must not leave a
+        # module half-evaluated for the phases after it (statements have their own budget).
+        outer, self.budget.local = self.budget.local, []
+        started = self.budget.steps
+        try:
+            for stmt in info.tree.body:
+                self._module_stmt(mod, st, stmt)
+        finally:
+            spent = self.budget.steps - started  # the importing phase does not pay for the import
+            self.budget.local = [(limit + spent, why) for limit, why in outer]
+            self.ctx.pop()
+            self.loading.discard(name)
+        # Registries filled by decorators at import time (`@register_fused_func("none",
+        # "flashinfer_trtllm")`): the server has imported the modules that register long before
+        # it reads the registry (through import chains this engine resolves lazily), so the
+        # modules beside this one that decorate with one of its decorator factories are loaded
+        # with it, and a lookup finds what they registered.
+        factories = {n.name for n in info.tree.body if decorator_factory(n)}
+        for user in self.index.decorator_users(name, factories) if factories else ():
+            self.load_module(user)
+        return mod
+
+    def _module_stmt(self, mod: ModuleVal, st: PathState, stmt: ast.stmt) -> None:
+        """Module level runs on one path: undecided branches merge (differing names -> Unknown)."""
+        where = f"{mod.relpath}:{stmt.lineno}"
+        self.budget.push(MODULE_STMT_STEPS, f"module-level statement at {where} ran too long")
+        try:
+            outcomes = self.exec_stmt(st, stmt)
+        except BudgetExceeded as exc:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    mod.globals[sub.id] = Unknown(str(exc))
+            return
+        finally:
+            self.budget.pop()
+        normal = [s for s, kind, _ in outcomes if kind == "normal"]
+        if not normal:
+            return
+        normal[0].commit()  # objects configured at import time keep their state
+        envs = [s.envs[0] for s in normal]
+        if len(envs) == 1:
+            merged = dict(envs[0])
+        else:
+            merged = {}
+            where = f"{mod.relpath}:{stmt.lineno}"
+            for key in dict.fromkeys(k for e in envs for k in e):
+                vals = [e.get(key) for e in envs]
+                first = vals[0]
+                same = all(v is first for v in vals) or (
+                    all(isinstance(v, Const) for v in vals)
+                    and len({repr(v.value) for v in vals}) == 1  # type: ignore[union-attr]
+                )
+                merged[key] = (first if first is not None else Unknown("unbound")) if same else \
+                    Unknown(f"depends on the undecided condition at {where}")  # fmt: skip
+        if merged is not mod.globals:
+            mod.globals.clear()
+            mod.globals.update(merged)
+        st.envs[0] = mod.globals
+        del st.envs[1:]
+
+    def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                target = alias.name if alias.asname else top
+                val = self.import_module(target)
+                if isinstance(val, ImportFailure):
+                    return [(st, "raise", val.exc)]
+                st.env[alias.asname or top] = val
+                self._for_side_effects(alias.name, alias.asname or alias.name)
+            return [(st, "normal", None)]
+        base = self._absolute(node)
+        for alias in node.names:
+            if alias.name != "*":
+                self._for_side_effects(f"{base}.{alias.name}", alias.asname or alias.name)
+            if alias.name == "*":
+                mod = self.load_module(base) if self.index.has_module(base) else None
+                if mod is not None:
+                    st.env.update({k: v for k, v in mod.globals.items() if not k.startswith("_")})
+                continue
+            val = self._import_name(base, alias.name)
+            if isinstance(val, ImportFailure):
+                return [(st, "raise", val.exc)]
+            st.env[alias.asname or alias.name] = val
+        return [(st, "normal", None)]
+
+    def partly_built(self, obj: Instance) -> None:
+        self._unbuilt.add(id(obj))
+        self._memo_keep.append(obj)  # keeps the id its own
+
+    def _for_side_effects(self, module: str, bound: str) -> None:
+        """A module-level import of a framework module whose name the importing module never
+        reads is there for what running the module does (registering into a registry, as
+        `import pkg.plugins  # noqa: F401` does): run it now, as Python does. Other imports
+        stay lazy: their module runs when a name from it is first read."""
+        if not self.ctx or not self.ctx[-1].function.endswith(":<module>"):
+            return
+        importer = self.ctx[-1].module.name
+        if module in self.modules or not self.index.has_module(module):
+            return
+        if bound in self._names_read(importer):
+            return
+        self.load_module(module)
+
+    def _names_read(self, module: str) -> frozenset[str]:
+        """The names and dotted attribute paths (a, a.b, a.b.c) a module's code reads."""
+        got = self._reads.get(module)
+        if got is None:
+            info = self.index.module(module)
+            names: set[str] = set()
+            for sub in ast.walk(info.tree) if info is not None and info.tree is not None else ():
+                if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+                elif isinstance(sub, ast.Attribute):
+                    parts: list[str] = []
+                    cur: ast.expr = sub
+                    while isinstance(cur, ast.Attribute):
+                        parts.append(cur.attr)
+                        cur = cur.value
+                    if isinstance(cur, ast.Name):
+                        chain = [cur.id, *reversed(parts)]
+                        names.update(".".join(chain[: i + 1]) for i in range(len(chain)))
+                elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                    names.update(
+                        n.strip() for n in sub.value.split(",") if n.strip().isidentifier()
+                    )
+            got = self._reads[module] = frozenset(names)
+        return got
+
+    def _absolute(self, node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        current = self.ctx[-1].module.name if self.ctx else ""
+        is_pkg = self.ctx[-1].file.endswith("__init__.py") if self.ctx else False
+        parts = current.split(".")
+        drop = node.level - 1 if is_pkg else node.level
+        base = parts[: len(parts) - drop] if drop else parts
+        return ".".join([*base, node.module] if node.module else base)
+
+    def import_module(self, name: str) -> Value:
+        if self.index.has_module(name):
+            return LazyModule(self, name)
+        avail = self.facts.package_available(name)
+        if avail is False:
+            return ImportFailure(name)
+        origin = (f"package {name.split('.')[0]} assumed importable",) if avail is None else ()
+        return External(name, origin)
+
+    def _import_name(self, base: str, name: str) -> Value:
+        full = f"{base}.{name}"
+        if self.index.has_module(full):
+            return LazyModule(self, full)
+        if self.index.has_module(base):
+            return LazyName(self, base, name)
+        avail = self.facts.package_available(full)
+        if avail is False:
+            return ImportFailure(full)
+        return External(full)
+
+    def module_attr(self, mod: ModuleVal, name: str) -> Value:
+        if name in mod.globals:
+            return self.resolved(mod.globals[name])
+        sub = f"{mod.name}.{name}"
+        if self.index.has_module(sub):
+            return self.resolved(LazyModule(self, sub))
+        hook = mod.globals.get("__getattr__")
+        if isinstance(hook, FunctionVal) and name not in self._in_module_getattr:
+            self._in_module_getattr.add(name)  # PEP 562 lazy attributes (current_platform)
+            try:
+                outs = self.invoke(PathState(envs=[{}]), hook, [Const(name)], {}, None)
+                got = [v for _s, k, v in outs if k == "return" and v is not None]
+            finally:
+                self._in_module_getattr.discard(name)
+            if len(got) == 1:
+                return got[0]
+        if mod.name in self.loading:
+            return LazyName(self, mod.name, name)
+        return Unknown(f"{mod.name} has no attribute {name}")
+
+    def resolved(self, v: Value) -> Value:
+        for _ in range(16):
+            if isinstance(v, (LazyModule, LazyName)):
+                v = v.resolve()
+            else:
+                return v
+        return Unknown("import cycle")
+
+    # --- names and attributes ---------------------------------------------------------------
+
+
+class ImportFailure(Value):
+    """An import of a package the facts say is absent: raising ImportError at that line."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__((f"package {name} not importable",))
+        self.exc = External("ModuleNotFoundError", self.origins)
+        self.name = name
+
+
+class LazyModule(Value):
+    def __init__(self, engine: EngineBase, name: str) -> None:
+        super().__init__()
+        self.engine = engine
+        self.name = name
+
+    def resolve(self) -> Value:
+        mod = self.engine.load_module(self.name)
+        return mod if mod is not None else Unknown(f"module {self.name} not found")
+
+
+class LazyName(Value):
+    def __init__(self, engine: EngineBase, module: str, name: str) -> None:
+        super().__init__()
+        self.engine = engine
+        self.module = module
+        self.name = name
+
+    def resolve(self) -> Value:
+        mod = self.engine.load_module(self.module)
+        if mod is None:
+            return Unknown(f"module {self.module} not found")
+        if self.name in mod.globals:
+            v = mod.globals[self.name]
+            return (
+                v
+                if not (isinstance(v, LazyName) and v.module == self.module and v.name == self.name)
+                else Unknown("cycle")
+            )
+        sub = f"{self.module}.{self.name}"
+        if self.engine.index.has_module(sub):
+            return LazyModule(self.engine, sub).resolve()
+        if self.module in self.engine.loading:
+            return Unknown(f"{self.name} not yet defined in {self.module} (import cycle)")
+        if "__getattr__" in mod.globals:
+            return self.engine.module_attr(mod, self.name)
+        return Unknown(f"{self.module} has no name {self.name}")

@@ -1,0 +1,231 @@
+"""The object model: names and scopes, attributes, descriptors, super()."""
+
+from __future__ import annotations
+
+from routescope.analysis.engine.base import EngineBase, Paths
+from routescope.analysis.engine.containers import (
+    is_list,
+    is_set,
+)
+from routescope.analysis.engine.imports import LazyName
+from routescope.analysis.engine.methods import (
+    CONTEXT_VAR,
+    REGISTERS,
+    ConfigToDict,
+    ContextVarMethod,
+    DictMethod,
+    ListMethod,
+    Register,
+    SetMethod,
+)
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.stmts import GLOBALS_KEY
+from routescope.analysis.engine.tensors import TensorMethod
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    FunctionVal,
+    Instance,
+    ModuleVal,
+    Tensor,
+    Unknown,
+    Value,
+)
+from routescope.analysis.library import records
+from routescope.analysis.library.builtins import (
+    builtin_names,
+    const_attribute,
+)
+
+_BUILTINS = builtin_names() | {
+    "None", "True", "False", "Exception", "ImportError", "ModuleNotFoundError", "ValueError",
+    "RuntimeError", "AssertionError", "KeyError", "TypeError", "AttributeError",
+    "NotImplementedError", "property", "staticmethod", "classmethod", "NotImplemented", "OSError",
+    "__name__", "vars", "issubclass",
+}  # fmt: skip
+
+
+MODULE_BASES = records.MODULE_BASES
+
+
+class ObjectsMixin(EngineBase):
+    def lookup_name(self, st: PathState, name: str) -> Value:
+        declared = st.env.get(GLOBALS_KEY) if st.envs else None
+        is_global = isinstance(declared, Const) and name in declared.value
+        if st.envs and name in st.env and not is_global:
+            return self.resolved(st.env[name])
+        fn_closure = self._closure()
+        if fn_closure is not None and name in fn_closure:
+            return self.resolved(fn_closure[name])
+        if self.ctx and name in self.ctx[-1].module.globals:
+            return self.resolved(self.ctx[-1].module.globals[name])
+        if name in ("True", "False", "None"):
+            return Const({"True": True, "False": False, "None": None}[name])
+        if name in _BUILTINS:
+            return External(name)
+        if self.ctx and self.ctx[-1].module.name in self.loading:
+            return LazyName(self, self.ctx[-1].module.name, name)
+        return Unknown(f"name {name} is not defined")
+
+    def _closure(self) -> dict[str, Value] | None:
+        return getattr(self, "_closure_env", None)
+
+    def attribute(self, st: PathState, obj: Value, name: str, hook: bool = True) -> Paths:
+        """`hook`: a miss on a framework object goes to its class's __getattr__ (off for
+        object.__getattribute__)."""
+        obj = self.resolved(obj)
+        if isinstance(obj, ModuleVal):
+            return [(st, self.module_attr(obj, name))]
+        if isinstance(obj, External):
+            full = f"{obj.name}.{name}"
+            if full in self.facts.attributes:
+                return [(st, self.facts.attributes[full])]
+            return [(st, External(full, obj.origins))]
+        if isinstance(obj, SuperProxy):
+            found = obj.cls.lookup(name) if obj.cls else None
+            if isinstance(found, FunctionVal):
+                return [(st, found.bind(obj.receiver))]
+            return [(st, found or Unknown(f"super() has no attribute {name}"))]
+        if isinstance(obj, Instance) and obj.label == "dict" and obj.cls is None:
+            return [(st, DictMethod(obj, name))]
+        if isinstance(obj, Instance) and is_list(obj):
+            return [(st, ListMethod(obj, name))]
+        if isinstance(obj, Instance) and is_set(obj):
+            return [(st, SetMethod(obj, name))]
+        if isinstance(obj, Instance) and obj.label == CONTEXT_VAR and obj.cls is None:
+            return [(st, ContextVarMethod(obj, name))]
+        if isinstance(obj, Instance):
+            fields = st.fields(obj)
+            if name in fields:
+                return [(st, fields[name])]
+            if obj.cls is not None:
+                found = obj.cls.lookup(name)
+                if isinstance(found, FunctionVal):
+                    if "property" in found.decorators or any(
+                        d.endswith(".getter")
+                        or d == "cached_property"
+                        or d.endswith("cached_property")
+                        for d in found.decorators
+                    ):
+                        got = self.invoke(st, found.bind(obj), [], {}, None)
+                        return self.returned(st, got, f"{found.qualname} raised")
+                    if "staticmethod" in found.decorators:
+                        return [(st, found)]
+                    if "classmethod" in found.decorators:
+                        return [(st, found.bind(obj.cls))]
+                    return [(st, found.bind(obj))]
+                if found is not None:
+                    return [(st, found)]
+                if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
+                    return [(st, Register(obj))]  # self.register_buffer("bias", t): a field
+                getattr_hook = obj.cls.lookup("__getattr__") if hook else None
+                if isinstance(getattr_hook, FunctionVal) and not name.startswith("__"):
+                    return self.call(st, getattr_hook.bind(obj), [Const(name)], {}, None)
+                if obj.cls.external_bases() and (
+                    id(obj) in self._unbuilt or not records.closed_attributes(obj.cls, name)
+                ):
+                    return [
+                        (
+                            st,
+                            Unknown(
+                                f"{obj.label or obj.cls.qualname}.{name} (from an external base)"
+                            ),
+                        )
+                    ]
+            if obj.label == "config" and obj.cls is None and name == "to_dict":
+                return [(st, ConfigToDict(obj))]  # PretrainedConfig.to_dict()
+            label = obj.label or (obj.cls.qualname if obj.cls else "object")
+            return [(st, Unknown(f"{label} has no attribute {name}"))]
+        if isinstance(obj, ClassVal):
+            found = obj.lookup(name)
+            if isinstance(found, FunctionVal) and "classmethod" in found.decorators:
+                return [(st, found.bind(obj))]
+            if found is not None:
+                return [(st, found)]
+            if name == "__annotations__":  # its own fields' annotations, evaluated
+                own = {repr(n): self.annotation(obj, n) for n in list(obj.annotations)}
+                return [(st, Instance(None, own, "dict"))]
+            special = records.class_attribute(obj, name)
+            if special is not None:
+                return [(st, special)]
+            if name == "__name__":
+                return [(st, Const(obj.qualname.split(":")[-1].rsplit(".", 1)[-1]))]
+            if name == "__qualname__":
+                return [(st, Const(obj.qualname.split(":")[-1]))]
+            if name == "__mro__":
+                return [(st, Instance(None, {str(i): c for i, c in enumerate(obj.mro())}, "tuple"))]
+            return [(st, Unknown(f"class {obj.qualname} has no attribute {name}"))]
+        if isinstance(obj, EnumMember):
+            if name == "name":
+                return [(st, Const(obj.name))]
+            if name == "value":
+                return [(st, obj.value)]
+            found = obj.cls.lookup(name)
+            if isinstance(found, FunctionVal):
+                return [(st, found.bind(obj))]
+            return [(st, found or Unknown(f"enum member has no {name}"))]
+        if isinstance(obj, Tensor):
+            if name == "shape" and obj.shape is not None:
+                return [(st, Instance(None, {str(i): v for i, v in enumerate(obj.shape)}, "tuple"))]
+            if name == "dtype" and obj.dtype:
+                return [(st, External(obj.dtype))]
+            if name == "ndim" and obj.shape is not None:
+                return [(st, Const(len(obj.shape)))]
+            return [(st, TensorMethod(obj, name))]
+        if isinstance(obj, Const):
+            return [(st, const_attribute(obj, name))]
+        if isinstance(obj, FunctionVal):
+            qual = obj.qualname.split(":")[-1]
+            if name == "__qualname__":
+                return [(st, Const(qual))]
+            if name == "__name__":
+                return [(st, Const(qual.rsplit(".", 1)[-1]))]
+            if name == "__module__":
+                return [(st, Const(obj.qualname.split(":")[0]))]
+            return [(st, Unknown(f"attribute {name} of function"))]
+        reason = obj.reason if isinstance(obj, Unknown) else f"attribute of {type(obj).__name__}"
+        return [(st, Unknown(reason, obj.origins))]
+
+    def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None:
+        obj = self.resolved(obj)
+        if isinstance(obj, Instance):
+            st.write(obj, name, value)
+        elif isinstance(obj, ClassVal):
+            obj.attrs[name] = value
+        elif isinstance(obj, ModuleVal):
+            obj.globals[name] = value
+
+    # --- definitions -------------------------------------------------------------------------
+
+    def super_proxy(self) -> Value:
+        frame_self = getattr(self, "_self_stack", [])
+        if not frame_self:
+            return Unknown("super() outside a method")
+        receiver, owner = frame_self[-1]
+        if owner is None:
+            return Unknown("super() without a class")
+        mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
+        rest = mro[mro.index(owner) + 1 :] if owner in mro else []
+        proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))
+        return SuperProxy(proxy, receiver)
+
+    def owner_of(self, fn: FunctionVal) -> ClassVal | None:
+        recv = fn.bound
+        if isinstance(recv, Instance) and recv.cls is not None:
+            for c in recv.cls.mro():
+                if any(
+                    v is fn or (isinstance(v, FunctionVal) and v.node is fn.node)
+                    for v in c.attrs.values()
+                ):
+                    return c
+        if isinstance(recv, ClassVal):
+            return recv
+        return None
+
+
+class SuperProxy(Instance):
+    def __init__(self, proxy: ClassVal, receiver: Value) -> None:
+        super().__init__(proxy, {}, "super")
+        self.receiver = receiver

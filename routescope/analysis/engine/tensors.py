@@ -1,0 +1,114 @@
+"""Abstract tensors: what torch factories and tensor methods make of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routescope.analysis.engine.values import (
+    Const,
+    External,
+    Instance,
+    Tensor,
+    Value,
+)
+
+# torch's dtypes: one object each, several names for some (torch.float is torch.float32).
+_DTYPE_ALIASES = {
+    "float": "float32", "double": "float64", "half": "float16", "cfloat": "complex64",
+    "cdouble": "complex128", "long": "int64", "int": "int32", "short": "int16",
+}  # fmt: skip
+_DTYPES = {
+    "float32", "float64", "float16", "bfloat16", "complex64", "complex128", "int64", "int32",
+    "int16", "int8", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+    "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32", "uint64",
+}  # fmt: skip
+
+
+def torch_dtype(v: Value) -> str | None:
+    """The canonical dtype name of `torch.<dtype>` (an External), else None."""
+    if not isinstance(v, External) or not v.name.startswith("torch."):
+        return None
+    name = v.name[len("torch.") :]
+    name = _DTYPE_ALIASES.get(name, name)
+    return name if name in _DTYPES else None
+
+
+# A for loop or comprehension over known items runs item by item up to this many items (the
+
+
+# tensor methods whose result has the tensor's shape (and, for the second set, its dtype)
+SAME_DTYPE = {
+    "contiguous",
+    "clone",
+    "detach",
+    "sigmoid",
+    "softmax",
+    "abs",
+    "neg",
+    "exp",
+    "relu",
+    "sqrt",
+    "log",
+    "tanh",
+    "mul",
+    "add",
+    "sub",
+    "div",
+    "masked_fill",
+}
+SAME_SHAPE = SAME_DTYPE | {"float", "half", "bfloat16", "to", "type_as", "int", "long"}
+METHOD_DTYPES = {"float": "torch.float32", "half": "torch.float16", "bfloat16":
+                  "torch.bfloat16", "int": "torch.int32", "long": "torch.int64"}  # fmt: skip
+PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "nn.Parameter"}
+# torch factories whose first arguments are the shape (torch.full: then the fill value)
+FACTORIES = {f"torch.{n}" for n in ("empty", "zeros", "ones", "full", "rand", "randn")}
+
+
+def made_tensor(name: str, args: list[Value], kwargs: dict[str, Value], made: Any) -> Tensor:
+    """A new tensor with the shape and dtype its factory call gives it, where they are known."""
+    dims: list[Value] | None = None
+    first = args[0] if args else kwargs.get("size")
+    if isinstance(first, Const) and isinstance(first.value, (tuple, list)):
+        dims = [Const(d, first.origins) for d in first.value]
+    elif isinstance(first, Instance) and first.cls is None and first.label in ("tuple", "list"):
+        dims = list(first.fields.values())
+    elif name != "torch.full":
+        dims = [a for a in args if not isinstance(a, Const) or isinstance(a.value, int)]
+        if len(dims) != len(args):
+            dims = None
+    elif first is not None:
+        dims = [first]
+    dtype = kwargs.get("dtype")
+    dname = torch_dtype_name(dtype) if dtype is not None else None
+    return Tensor(tuple(dims) if dims is not None else None, dname, made_at=made, contiguous=True)
+
+
+def stride_of(t: Tensor, args: list[Value]) -> Value | None:
+    """t.stride(i) of a row-major tensor of known trailing sizes."""
+    if not t.contiguous or t.shape is None or len(args) != 1 or not isinstance(args[0], Const):
+        return None
+    i = args[0].value
+    if not isinstance(i, int) or not -len(t.shape) <= i < len(t.shape):
+        return None
+    step = 1
+    for d in t.shape[i % len(t.shape) + 1 :]:
+        if not (isinstance(d, Const) and isinstance(d.value, int)):
+            return None
+        step *= d.value
+    return Const(step)
+
+
+def torch_dtype_name(v: Value) -> str | None:
+    return v.name if isinstance(v, External) and v.name.startswith("torch.") else None
+
+
+NON_TENSOR_TORCH = ("torch.cuda.", "torch._C.", "torch.version", "torch.backends.",
+                     "torch.distributed.", "torch.compiler.", "torch._dynamo.",
+                     "torch.library.")  # fmt: skip
+
+
+class TensorMethod(Value):
+    def __init__(self, tensor: Tensor, name: str) -> None:
+        super().__init__()
+        self.tensor = tensor
+        self.name = name

@@ -1,0 +1,125 @@
+"""Building the MoE block the way its parent does, and reading the router it built."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    EnumMember,
+    Instance,
+    Tensor,
+    Unknown,
+    Value,
+    describe,
+)
+from routescope.analysis.phases.model import ModelSite
+from routescope.analysis.phases.setup import PHASE_STEPS, run_phase
+from routescope.analysis.phases.trace import resolve_entry
+
+
+@dataclass(frozen=True, slots=True)
+class RouterState:
+    """The router op as the block built it: its scalar settings, each with where it came from."""
+
+    settings: dict[str, tuple[str, tuple[str, ...]]]  # name -> (value described, origins)
+
+
+def init_kwargs(block: ClassVal, values: dict[str, Value]) -> dict[str, Value]:
+    init = block.lookup("__init__")
+    node = getattr(init, "node", None)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    names = {a.arg for a in [*node.args.args, *node.args.kwonlyargs]}
+    return {k: v for k, v in values.items() if k in names}
+
+
+def read_router_state(st: PathState, router: Value) -> RouterState | None:
+    if not isinstance(router, Instance):
+        return None
+    settings: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for name, v in st.fields(router).items():
+        inner = (
+            st.fields(v).items() if isinstance(v, Instance) and v.cls is not None else [(name, v)]
+        )
+        for key, val in inner:
+            if isinstance(val, (Const, EnumMember, Unknown, Tensor)):
+                settings[key] = (
+                    describe(val) if not isinstance(val, Tensor) else "tensor",
+                    val.origins,
+                )
+    return RouterState(settings)
+
+
+def merge_router_states(states: list[RouterState]) -> RouterState | None:
+    """The router settings over every way the block was built: one the builds disagree on is
+    unknown, naming each value a build gave it (never the first build's guess)."""
+    if not states:
+        return None
+    seen: dict[str, dict[str, tuple[str, ...]]] = {}  # name -> value -> origins
+    for state in states:
+        for key, (value, origins) in state.settings.items():
+            values = seen.setdefault(key, {})
+            values[value] = tuple(dict.fromkeys((*values.get(value, ()), *origins)))
+    merged: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for key, values in seen.items():
+        if len(values) == 1:
+            merged[key] = next(iter(values.items()))
+            continue
+        origins = tuple(dict.fromkeys(o for os_ in values.values() for o in os_))
+        merged[key] = (f"unknown (differs between the ways the block was built: "
+                       f"{' or '.join(values)})", origins)  # fmt: skip
+    return RouterState(merged)
+
+
+def nearest(st: PathState, obj: Value, cls: ClassVal, depth: int = 3) -> Instance | None:
+    """The instance of `cls` nearest to the built object (breadth-first over fields), so the
+    block's own router wins over one its experts keep."""
+    level: list[Value] = [obj]
+    for _ in range(depth + 1):
+        nxt: list[Value] = []
+        for v in level:
+            if not isinstance(v, Instance):
+                continue
+            if v.cls is not None and cls in v.cls.mro():
+                return v
+            nxt.extend(st.fields(v).values())
+        level = nxt
+    return None
+
+
+def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
+    init = cls.lookup("__init__")
+    node = getattr(init, "node", None)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    a = node.args
+    params = [*a.posonlyargs, *a.args][1:]
+    required = params[: len(params) - len(a.defaults)]
+    required += [p for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+    return [p.arg for p in required if p.arg not in given]
+
+
+def build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
+                 router_cls: ClassVal) -> list[tuple[PathState, Value, Value]]:  # fmt: skip
+    """Construct the block as its parent does when the block needs arguments only the parent
+    knows (Mixtral's MoE takes top_k from its decoder layer); else the block itself."""
+    cls = site.block_class
+    if _required_missing(cls, init_kwargs(cls, values)) and len(site.chain) >= 2:
+        parent = resolve_entry(engine, site.chain[-2])
+        if isinstance(parent, ClassVal) and parent is not site.model_class:
+            cls = parent
+    built = run_phase(
+        engine,
+        PHASE_STEPS["block"],
+        f"building {cls.qualname}",
+        lambda: engine.call(PathState(envs=[{}]), cls, [], init_kwargs(cls, values), None),
+        record_inputs=True,
+    )
+    return [
+        (s, v, nearest(s, v, router_cls) or Unknown("the block built no router")) for s, v in built
+    ]

@@ -1,0 +1,85 @@
+"""The checkpoint as the framework sees it: its config object and its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from routescope.analysis.engine.facts import Checkpoint
+from routescope.analysis.engine.values import (
+    Const,
+    External,
+    Instance,
+    Unknown,
+    Value,
+)
+from routescope.intake.spec import RoutingSpec
+
+
+def config_instance(spec: RoutingSpec) -> Instance:
+    fields: dict[str, Value] = {}
+    for key, value in spec.config_view.items():
+        prov = spec.config_view_origin.get(key)
+        origin = prov.describe() if prov else "config"
+        fields[key] = _config_value(value, origin, key)
+    return Instance(None, _torch_dtypes(fields), "config")
+
+
+def _torch_dtypes(fields: dict[str, Value]) -> dict[str, Value]:
+    """transformers' PretrainedConfig turns the dtype string into a torch.dtype and answers to
+    both names (`dtype`, and the older `torch_dtype`)."""
+    for key in ("dtype", "torch_dtype"):
+        v = fields.get(key)
+        if isinstance(v, Const) and isinstance(v.value, str) and v.value.isidentifier():
+            fields[key] = External(f"torch.{v.value}", v.origins)
+    for key, alias in (("dtype", "torch_dtype"), ("torch_dtype", "dtype")):
+        if isinstance(fields.get(key), External):
+            fields.setdefault(alias, fields[key])
+    return fields
+
+
+def served_config(spec: RoutingSpec, text: Instance) -> Instance:
+    """The config object the framework loads: for a wrapper (a multimodal checkpoint whose
+    routing keys sit in `text_config`), its own top-level keys around the text config."""
+    if not spec.routing_config_path or not spec.outer_view:
+        return text
+    fields = {k: _config_value(v, f"config.json {k}", k) for k, v in spec.outer_view.items()}
+    fields[spec.routing_config_path] = text
+    return Instance(None, _torch_dtypes(fields), "config")
+
+
+def _config_value(value: Any, origin: str, key: str) -> Value:
+    if _literal(value):
+        return Const(value, (origin,))
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        # a nested table (rope_scaling, quantization_config): a dict the framework reads
+        return Instance(None, {repr(k): _config_value(v, origin, f"{key}.{k}")
+                               for k, v in value.items()}, "dict")  # fmt: skip
+    return Unknown(f"config.{key}")
+
+
+def _literal(v: Any) -> bool:
+    return isinstance(v, (int, float, str, bool, type(None))) or (
+        isinstance(v, (list, tuple)) and all(_literal(x) for x in v)
+    )
+
+
+def checkpoint_of(spec: RoutingSpec) -> Checkpoint:
+    """The model path the server is given, and what its filesystem queries about it find: a
+    hub id is no local path; a directory holds its files; a lone config.json stands for a
+    checkpoint directory holding just that file."""
+    ref = spec.model
+    if ref.kind == "hub":
+        cp = Checkpoint(ref.ref, False, None, "a hub id (not a local path until downloaded)")
+    elif ref.kind == "dir":
+        root = Path(ref.ref)
+        try:
+            files = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*")
+                              if p.is_file())  # fmt: skip
+        except OSError:
+            files = None
+        cp = Checkpoint(ref.ref, True, files, "the files in the model directory")
+    else:
+        cp = Checkpoint(str(Path(ref.config_path).parent), True, frozenset({"config.json"}),
+                        "a checkpoint directory holding only the config.json read")  # fmt: skip
+    return cp

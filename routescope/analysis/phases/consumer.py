@@ -1,0 +1,86 @@
+"""Following a router that routes nothing into the layer it hands its result to."""
+
+from __future__ import annotations
+
+import ast
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.state import Decision
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Tensor,
+    Value,
+)
+from routescope.analysis.modules import module_name
+from routescope.analysis.phases.block import nearest
+from routescope.analysis.phases.frameworks import FrameworkRules
+from routescope.analysis.phases.setup import PHASE_STEPS
+from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
+
+
+def into_consumer(engine: Engine, rules: FrameworkRules, block: Value,
+                   traced: list[TracedPath], notes: list[str]) -> list[TracedPath]:  # fmt: skip
+    """A router path that hands its inputs on without routing (no kernel, a returned record:
+    SGLang's BYPASSED format) goes on into the layer the block hands the result to, where the
+    routing then happens (the fused MoE kernel). When no way through that layer reaches a
+    kernel, the router's own path stands (routing is still not done by the router), with a
+    note saying why the kernel is not named."""
+    rule = rules.data["router"].get("consumer")
+    if not rule:
+        return traced
+    cls = resolve_entry(engine, rule["class"])
+    if not isinstance(cls, ClassVal):
+        return traced
+    out: list[TracedPath] = []
+    for p in traced:
+        if p.sink is not None or p.outcome != "return" or p.end is None or p.value is None:
+            out.append(p)
+            continue
+        consumer = nearest(p.end, block, cls)
+        if consumer is None:
+            out.append(p)
+            continue
+        fn = engine.attribute(p.end, consumer, rule["call"])[0][1]
+        engine.budget.push(PHASE_STEPS["trace"], "the consumer trace exceeded its budget")
+        engine.tracing = True
+        try:
+            more = trace_call(engine, fn, [Tensor(), p.value], {}, start=p.end)
+        finally:
+            engine.tracing = False
+            engine.budget.pop()
+        handoff = (getattr(fn, "qualname", rule["call"]), len(p.frames), len(p.decisions))
+        if not any(q.sink for q in more):
+            why = next((q.stopped or q.result for q in more if q.stopped or q.result), "")
+            failed = next((d for q in more if (d := _failed_assert(engine, q)) is not None), None)
+            if failed is not None:  # what the trace saw fail, with the layer as it was built
+                why = (
+                    f"`assert {failed.text}` fails at {failed.file}:{failed.line} with the "
+                    "layer as constructed (weight loading, not modelled, may change it)"
+                )
+            notes.append(f"the router hands its result to {handoff[0]}, whose trace reached no "
+                         f"kernel ({why or 'no kernel call on any path'}): the MoE kernel that "
+                         "routes is not named")  # fmt: skip
+            out.append(p)
+            continue
+        for q in more:
+            out.append(TracedPath((*p.decisions, *q.decisions), (*p.frames, *q.frames), q.sink,
+                                  q.outcome, q.result, q.stopped, (*p.kernels, *q.kernels),
+                                  p.setup, handoff, q.end, q.value))  # fmt: skip
+    return out
+
+
+def _failed_assert(engine: Engine, path: TracedPath) -> Decision | None:
+    """The last assert the path evaluated False (a failed assert raises: the path ends there)."""
+    lines: dict[str, set[int]] = {}  # file -> the lines its asserts start on
+    for d in reversed(path.decisions):
+        if d.value is not False:
+            continue
+        if d.file not in lines:
+            name = module_name(d.file)
+            info = engine.index.module(name) if name else None
+            tree = info.tree if info is not None else None
+            lines[d.file] = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert)} \
+                if tree is not None else set()  # fmt: skip
+        if d.line in lines[d.file]:
+            return d
+    return None

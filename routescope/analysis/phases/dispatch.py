@@ -1,0 +1,157 @@
+"""Deployment + model + framework source -> every routing path with its decisions and sink."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from routescope.analysis.engine.budget import Budget
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.state import Decision
+from routescope.analysis.engine.values import (
+    AtLeast,
+    ClassVal,
+    Const,
+    Instance,
+    Tensor,
+    Unknown,
+    Value,
+)
+from routescope.analysis.index import Index
+from routescope.analysis.phases.block import (
+    RouterState,
+    build_block,
+    merge_router_states,
+    read_router_state,
+)
+from routescope.analysis.phases.checkpoint import checkpoint_of, config_instance, served_config
+from routescope.analysis.phases.consumer import into_consumer
+from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.frameworks import FrameworkRules, build_facts
+from routescope.analysis.phases.loader import (
+    build_quant_config,
+    reported_args,
+    run_model_init,
+    served_quantization,
+)
+from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
+from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
+from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
+from routescope.errors import RoutescopeError
+from routescope.intake.spec import RoutingSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    framework: str
+    version: str | None
+    source: str  # where the source came from
+    site: ModelSite | None
+    router: RouterState | None
+    paths: tuple[TracedPath, ...]
+    notes: tuple[str, ...]
+    seconds: float
+    incomplete: tuple[str, ...] = ()  # set-up phases that did not finish: no path can be selected
+    # server arguments the rules ask to report, as the server resolved them: (value, origins)
+    server_args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # conditions the server-argument phase could not decide (its paths were joined): upstream
+    # of every traced path, so they are among the unknowns that would decide a fork
+    setup_undecided: tuple[Decision, ...] = ()
+
+
+def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
+    """A note when `version` is not one the rule file's cases confirm ("" when it is)."""
+    validated = rules.data.get("validated")
+    if not validated or version in validated:
+        return ""
+    known = ", ".join(validated)
+    return (f"{rules.id} {version or '(unversioned checkout)'} is not among the releases this "
+            f"trace is validated against ({known}); the path is provisional")  # fmt: skip
+
+
+def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: Deployment,
+                   version: str | None, origin: str) -> Dispatch:  # fmt: skip
+    """Build the model's MoE block with the framework's code and trace its router's forward."""
+    start = time.monotonic()
+    notes: list[str] = []
+    facts = build_facts(rules, dep.gpu, dep.env, dep.packages)
+    config = config_instance(spec)
+    # what summaries may name: the checkpoint's config and the device, as routescope read them
+    facts.checkpoint = checkpoint_of(spec)
+    facts.bindings["hf_config"] = served = served_config(spec, config)
+    facts.bindings["gpu_memory_mib"] = Const(
+        dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
+    )
+    engine = Engine(index, facts, Budget())
+    forks: list[Decision] = []
+    server_args = server_arguments(engine, rules, dep, notes, forks)
+    facts.bindings["server_args"] = server_args
+    router_cls = resolve_entry(engine, rules.router_class)
+    if not isinstance(router_cls, ClassVal):
+        raise RoutescopeError(origin, f"{rules.router_class} not found in this version")
+    arch = (spec.architectures.value or ("",))[0]
+    if not arch:
+        raise RoutescopeError(spec.model.ref, "config.json has no architectures: the framework "
+                              "picks the model class by architectures[0]")  # fmt: skip
+    models = rules.data["models"]
+    model_cls = find_model_class(engine, models["package"], models["registry_name"], arch)
+    site = find_block(engine, model_cls, router_cls)
+    quant = served_quantization(engine, rules, server_args, dep.quant or spec.quantization.value,
+                                 notes)  # fmt: skip
+    quant_config: Value = Const(None, ("unquantized checkpoint",)) if quant in (None, "bf16") else \
+        build_quant_config(engine, rules, quant, notes)  # fmt: skip
+    layer = (
+        spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
+    )
+    values: dict[str, Value] = {
+        "config": config,
+        "quant_config": quant_config,
+        "layer_id": Const(layer, ("first MoE layer",)),
+        "prefix": Const(f"model.layers.{layer}.mlp"),
+    }
+    facts.bindings["model_class"] = model_cls
+    facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
+    facts.bindings["quant_config"] = quant_config
+    run_model_init(engine, rules, site, {**values, "config": served}, notes)
+    built = build_block(engine, site, values, router_cls)
+    paths: list[TracedPath] = []
+    router_states: list[RouterState] = []
+    for bst, block, router in built:
+        if not isinstance(router, Instance):
+            why = router.reason if isinstance(router, Unknown) else "the block built no router"
+            paths.append(TracedPath((), (), None, "stop", "", why, (), tuple(bst.decisions)))
+            continue
+        state = read_router_state(bst, router)
+        if state is not None:
+            router_states.append(state)
+        fn = engine.attribute(bst, router, rules.router_call)[0][1]
+        n = spec.num_experts.value
+        logits = Tensor(
+            (AtLeast(1, "tokens in the batch"), Const(n, ("routed experts",))), "torch.float32"
+        )
+        engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
+        engine.tracing = True
+        try:
+            traced = trace_call(engine, fn, [Tensor(), logits], {}, start=bst)
+        finally:
+            engine.tracing = False
+            engine.budget.pop()
+        traced = into_consumer(engine, rules, block, traced, notes)
+        for p in traced:
+            stopped = p.stopped
+            if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
+                # no kernel and no known result: nothing shows the routing happens downstream
+                stopped = f"the router's forward returned an unknown value: {p.result}"
+            paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, stopped,
+                                    p.kernels, tuple(bst.decisions), p.handoff))  # fmt: skip
+    incomplete = tuple(n for n in notes if "did not finish" in n)
+    outside = _outside_validated(rules, version)
+    if outside:
+        notes.append(outside)
+        incomplete += (outside,)
+    reported = reported_args(engine, rules, server_args)
+    router_state = merge_router_states(router_states)
+    return Dispatch(rules.id, version, origin, site, router_state, tuple(paths),
+                    tuple(dict.fromkeys(notes)),
+                    time.monotonic() - start, incomplete, reported,
+                    tuple({(d.file, d.line): d for d in forks}.values()))  # fmt: skip
