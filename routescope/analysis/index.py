@@ -65,8 +65,11 @@ class Index:
         directory = relpath.rpartition("/")[0]
         found = self._decorators.get(directory)
         if found is None:
-            beside = {n: r for n, r in self._paths.items()
-                      if r.rpartition("/")[0] == directory and r.endswith(".py")}  # fmt: skip
+            beside = {
+                n: r
+                for n, r in self._paths.items()
+                if r.rpartition("/")[0] == directory and r.endswith(".py")
+            }
             self.tree.prefetch(beside.values())  # a remote tree: one transfer, not one per file
             found = {n: _decorator_calls(self.tree.read_bytes(r)) for n, r in beside.items()}
             self._decorators[directory] = found

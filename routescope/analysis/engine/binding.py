@@ -13,6 +13,7 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
 )
 
@@ -26,7 +27,11 @@ class BindingMixin(EngineBase):
     def rule_value(self, text: str, fn: FunctionVal) -> Value:
         """A rule file's expression over the bindings, evaluated where `fn` is defined."""
         got = self.summary(PathState(envs=[{}]), fn, text)
-        return got[0][1] if len(got) == 1 else Unknown(f"{text} has several values")
+        return (
+            got[0][1]
+            if len(got) == 1
+            else Unknown(f"{text} has several values", kind=UnknownKind.JOINED)
+        )
 
     def summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths:
         expr = parsed_summary(text)
@@ -70,7 +75,7 @@ class BindingMixin(EngineBase):
                 elif i >= first_default:
                     env[p.arg] = self._default(mod_state, defaults[i - first_default], fn, p.arg)
                 else:
-                    env[p.arg] = Unknown(f"argument {p.arg} not given")
+                    env[p.arg] = Unknown(f"argument {p.arg} not given", kind=UnknownKind.INPUT)
             for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
                 if p.arg in kwargs:
                     env[p.arg] = kwargs[p.arg]
@@ -79,7 +84,7 @@ class BindingMixin(EngineBase):
                 elif d is not None:
                     env[p.arg] = self._default(mod_state, d, fn, p.arg)
                 else:
-                    env[p.arg] = Unknown(f"argument {p.arg} not given")
+                    env[p.arg] = Unknown(f"argument {p.arg} not given", kind=UnknownKind.INPUT)
             if a.vararg:
                 extra = positional[len(params) :]
                 env[a.vararg.arg] = Instance(
@@ -95,6 +100,6 @@ class BindingMixin(EngineBase):
 
     def _default(self, st: PathState, node: ast.expr, fn: FunctionVal, name: str) -> Value:
         got = self.ev(st.fork(), node)
-        v = got[0][1] if got else Unknown("default")
+        v = got[0][1] if got else Unknown("default", kind=UnknownKind.UNSUPPORTED)
         where = f"default of {name} at {fn.module.relpath}:{node.lineno}"
         return Const(v.value, (*v.origins, where)) if isinstance(v, Const) else v

@@ -14,8 +14,13 @@ class Budget:
     statements), not seconds, so the same inputs give the same report on a loaded machine; a
     wall-clock deadline remains only as a last guard against a runaway analysis."""
 
-    def __init__(self, max_paths: int = 256, max_depth: int = 28, seconds: float = 120.0,
-                 loop_limit: int = 64) -> None:  # fmt: skip
+    def __init__(
+        self,
+        max_paths: int = 256,
+        max_depth: int = 28,
+        seconds: float = 120.0,
+        loop_limit: int = 64,
+    ) -> None:
         self.max_paths = max_paths
         self.max_depth = max_depth
         self.deadline = time.monotonic() + seconds

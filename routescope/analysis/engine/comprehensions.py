@@ -18,6 +18,7 @@ from routescope.analysis.engine.values import (
     Const,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
     merge_origins,
 )
@@ -33,7 +34,7 @@ class ComprehensionsMixin(EngineBase):
         }
         env = st.env if st.envs else None
         if env is None:
-            return [(st, Unknown("comprehension"))]
+            return [(st, Unknown("comprehension", kind=UnknownKind.UNSUPPORTED))]
         saved = {n: env[n] for n in names if n in env}
         try:
             got = self._comprehend(st, node, node.generators, [])
@@ -46,7 +47,9 @@ class ComprehensionsMixin(EngineBase):
         if isinstance(node, ast.DictComp):
             pairs = [cast(tuple[Value, Value], p) for p in got]
             if not all(isinstance(k, Const) for k, _ in pairs):
-                return [(st, Unknown("comprehension with unknown keys"))]
+                return [
+                    (st, Unknown("comprehension with unknown keys", kind=UnknownKind.UNSUPPORTED))
+                ]
             return [(st, Instance(None, {repr(cast(Const, k).value): v for k, v in pairs}, "dict"))]
         vals = [cast(Value, v) for v in got]
         if isinstance(node, ast.ListComp):
@@ -57,36 +60,46 @@ class ComprehensionsMixin(EngineBase):
                 try:
                     return [(st, new_set(vals))]
                 except TypeError:
-                    return [(st, Unknown("comprehension of unhashable items"))]
+                    return [
+                        (
+                            st,
+                            Unknown(
+                                "comprehension of unhashable items", kind=UnknownKind.UNSUPPORTED
+                            ),
+                        )
+                    ]
             made: Any = tuple(items)
             return [(st, Const(made, merge_origins(*vals)))]
         if isinstance(node, ast.SetComp):
-            return [(st, Unknown("set of unknown items"))]
+            return [(st, Unknown("set of unknown items", kind=UnknownKind.UNSUPPORTED))]
         return [(st, Instance(None, {str(i): v for i, v in enumerate(vals)}, "tuple"))]
 
     ev_SetComp = ev_DictComp = ev_GeneratorExp = ev_ListComp
 
-    def _comprehend(self, st: PathState, node: ast.expr, gens: list[ast.comprehension],
-                    out: list[object]) -> list[object] | Unknown:  # fmt: skip
+    def _comprehend(
+        self, st: PathState, node: ast.expr, gens: list[ast.comprehension], out: list[object]
+    ) -> list[object] | Unknown:
         if not gens:
             if isinstance(node, ast.DictComp):
                 k, v = self.single(st, node.key), self.single(st, node.value)
                 if k is None or v is None:
-                    return Unknown("comprehension item")
+                    return Unknown("comprehension item", kind=UnknownKind.UNSUPPORTED)
                 out.append((k, v))
             else:
                 elt = self.single(st, node.elt)  # type: ignore[attr-defined]
                 if elt is None:
-                    return Unknown("comprehension item")
+                    return Unknown("comprehension item", kind=UnknownKind.UNSUPPORTED)
                 out.append(elt)
             return out
         gen = gens[0]
         it = self.single(st, gen.iter)
         items = iteration(it, st) if it is not None else None
         if items is None:
-            return Unknown("comprehension over unknown items")
+            return Unknown("comprehension over unknown items", kind=UnknownKind.UNSUPPORTED)
         if len(items) > SEQ_LIMIT:
-            return Unknown(f"comprehension over more than {SEQ_LIMIT} items")
+            return Unknown(
+                f"comprehension over more than {SEQ_LIMIT} items", kind=UnknownKind.BUDGET
+            )
         for item in items:
             self.assign(st, gen.target, item)
             keep = True
@@ -94,7 +107,7 @@ class ComprehensionsMixin(EngineBase):
                 c = self.single(st, cond)
                 t = truth_in(st, c) if c is not None else None
                 if t is None:
-                    return Unknown("comprehension filter")
+                    return Unknown("comprehension filter", kind=UnknownKind.UNSUPPORTED)
                 keep = keep and t
                 if not keep:
                     break

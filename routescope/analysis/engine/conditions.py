@@ -18,6 +18,7 @@ from routescope.analysis.engine.values import (
     Instance,
     ModuleVal,
     Unknown,
+    UnknownKind,
     Value,
     describe,
 )
@@ -79,15 +80,21 @@ class ConditionsMixin(EngineBase):
                 parts.append(Part(self.source_text(operand), pt))
                 if pt is not None and pt != isinstance(test.op, ast.And):
                     break
-        reason = v.reason if isinstance(v, Unknown) else ""
+        why = v if isinstance(v, Unknown) else None
         if t is None and isinstance(v, Instance) and v.cls is None:  # a container's contents
             rest = st.fields(v).get(LIST_UNKNOWN)
-            reason = rest.reason if isinstance(rest, Unknown) else reason
+            why = rest if isinstance(rest, Unknown) else why
         return Decision(
-            file=self.current_file(), line=test.lineno, function=self.current_function(),
-            text=self.source_text(test), value=t, inputs=tuple(self.inputs(st, test)),
-            parts=tuple(parts), reason=reason,
-        )  # fmt: skip
+            file=self.current_file(),
+            line=test.lineno,
+            function=self.current_function(),
+            text=self.source_text(test),
+            value=t,
+            inputs=tuple(self.inputs(st, test)),
+            parts=tuple(parts),
+            reason=why.reason if why is not None else "",
+            kind=why.kind if why is not None else None,
+        )
 
     def peek(self, st: PathState, node: ast.expr) -> Value | None:
         """Re-evaluate a side-effect-free operand on a scratch copy of the path."""
@@ -99,7 +106,7 @@ class ConditionsMixin(EngineBase):
         if len(vals) == 1:
             return vals[0]
         truths = {truth_in(s, v) for s, v in results}
-        return vals[0] if len(truths) == 1 else Unknown("several outcomes")
+        return vals[0] if len(truths) == 1 else Unknown("several outcomes", kind=UnknownKind.JOINED)
 
     record_inputs: bool = True  # off while evaluating set-up code nobody reads decision by decision
 

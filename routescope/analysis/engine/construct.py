@@ -16,6 +16,7 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
 )
 from routescope.analysis.library import records
@@ -23,8 +24,14 @@ from routescope.analysis.library.records import MODULE_BASES
 
 
 class ConstructMixin(EngineBase):
-    def construct(self, st: PathState, cls: ClassVal, args: list[Value],
-                   kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
+    def construct(
+        self,
+        st: PathState,
+        cls: ClassVal,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST | None,
+    ) -> Paths:
         if cls.is_enum:
             return [(st, self._enum_lookup(cls, args))]
         hook = self.construct_hooks.get(cls)
@@ -54,12 +61,14 @@ class ConstructMixin(EngineBase):
         init = cls.lookup("__init__")
         if isinstance(init, FunctionVal):
             outs = self.join(cls.qualname, self.invoke(st, init.bind(inst), args, kwargs, node), 1)
-            return [(s, v if s.raising is not None else inst)
-                    for s, v in self.returned(st, outs, "")]  # fmt: skip
+            return [
+                (s, v if s.raising is not None else inst) for s, v in self.returned(st, outs, "")
+            ]
         return [(st, inst)]
 
-    def dataclass_init(self, cls: ClassVal, inst: Instance, args: list[Value],
-                        kwargs: dict[str, Value]) -> None:  # fmt: skip
+    def dataclass_init(
+        self, cls: ClassVal, inst: Instance, args: list[Value], kwargs: dict[str, Value]
+    ) -> None:
         names: list[str] = []
         for c in reversed(cls.mro()):
             for key in c.attrs:
@@ -74,7 +83,11 @@ class ConstructMixin(EngineBase):
                 default = cls.lookup(name)
                 if isinstance(default, records.FieldDefault) and default.factory is not None:
                     made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
-                    inst.fields[name] = made[0][1] if len(made) == 1 else Unknown(f"{name} factory")
+                    inst.fields[name] = (
+                        made[0][1]
+                        if len(made) == 1
+                        else Unknown(f"{name} factory", kind=UnknownKind.UNSUPPORTED)
+                    )
                     continue
                 if isinstance(default, records.FieldDefault):
                     default = default.default
@@ -83,11 +96,13 @@ class ConstructMixin(EngineBase):
                 ):
                     inst.fields[name] = default
                 else:
-                    inst.fields[name] = Unknown(f"dataclass field {name} without default")
+                    inst.fields[name] = Unknown(
+                        f"dataclass field {name} without default", kind=UnknownKind.INPUT
+                    )
 
     def _enum_lookup(self, cls: ClassVal, args: list[Value]) -> Value:
         if not args:
-            return Unknown("enum()")
+            return Unknown("enum()", kind=UnknownKind.UNSUPPORTED)
         arg = args[0]
         if isinstance(arg, EnumMember):
             return arg
@@ -99,8 +114,10 @@ class ConstructMixin(EngineBase):
                     and m.value.value == arg.value
                 ):
                     return EnumMember(m.cls, m.name, Const(m.value.value, arg.origins))
-            return Unknown(f"{cls.qualname} has no member with value {arg.value!r}")
-        return Unknown(f"{cls.qualname}(unknown)", arg.origins)
+            return Unknown(
+                f"{cls.qualname} has no member with value {arg.value!r}", kind=UnknownKind.ABSENT
+            )
+        return Unknown(f"{cls.qualname}(unknown)", arg.origins, kind=UnknownKind.UNSUPPORTED)
 
     def type_hints(self, cls: ClassVal) -> Value:
         """`typing.get_type_hints(cls, include_extras=True)`: every field's annotation evaluated
@@ -115,7 +132,7 @@ class ConstructMixin(EngineBase):
         ann = cls.annotations[name]
         if isinstance(ann, Value):
             return ann
-        value: Value = Unknown(f"annotation of {name}")
+        value: Value = Unknown(f"annotation of {name}", kind=UnknownKind.OPAQUE)
         if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
             try:
                 ann = ast.parse(ann.value, mode="eval").body

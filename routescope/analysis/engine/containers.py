@@ -12,6 +12,7 @@ from routescope.analysis.engine.values import (
     Instance,
     OpenKeys,
     Unknown,
+    UnknownKind,
     Value,
     merge_origins,
     rest_of_dicts,
@@ -52,7 +53,11 @@ def is_set(v: Value) -> bool:
 def new_set(items: list[Value]) -> Value:
     """A tracked set of these items; a set of unknown items is an unknown set."""
     if not all(isinstance(i, Const) for i in items):
-        return Instance(None, {LIST_UNKNOWN: Unknown("set of unknown items")}, "set")
+        return Instance(
+            None,
+            {LIST_UNKNOWN: Unknown("set of unknown items", kind=UnknownKind.UNSUPPORTED)},
+            "set",
+        )
     return Instance(None, {repr(i.value): i for i in items}, "set")  # type: ignore[attr-defined]
 
 
@@ -121,13 +126,13 @@ def snapshot(st: PathState, v: Value) -> Value:
     if is_set(v):
         members = set_items(st, v)
         if members is None:
-            return Unknown("set of unknown contents")
+            return Unknown("set of unknown contents", kind=UnknownKind.UNSUPPORTED)
         return Const({m.value for m in members}, merge_origins(*members))  # type: ignore[attr-defined]
     if not is_list(v):
         return v
     items = seq_items(st, v)
     if items is None:
-        return Unknown("list of unknown contents")
+        return Unknown("list of unknown contents", kind=UnknownKind.UNSUPPORTED)
     if all(isinstance(i, Const) for i in items):
         return Const([i.value for i in items], merge_origins(*items))  # type: ignore[attr-defined]
     return Instance(None, {str(i): x for i, x in enumerate(items)}, "tuple")
@@ -185,7 +190,7 @@ def set_of(items: list[Value]) -> Value:
     try:
         return new_set(items)
     except TypeError:
-        return Unknown("set() of unhashable items")
+        return Unknown("set() of unhashable items", kind=UnknownKind.UNSUPPORTED)
 
 
 def tuple_of(items: list[Value]) -> Instance:
@@ -199,7 +204,11 @@ def index_of(v: Value) -> int | None:
 
 
 def unknown_list() -> Instance:
-    return Instance(None, {LIST_UNKNOWN: Unknown("copy of a list of unknown contents")}, "list")
+    return Instance(
+        None,
+        {LIST_UNKNOWN: Unknown("copy of a list of unknown contents", kind=UnknownKind.UNSUPPORTED)},
+        "list",
+    )
 
 
 def key_value(key: str) -> Value:
@@ -208,4 +217,4 @@ def key_value(key: str) -> Value:
     try:
         return Const(_ast.literal_eval(key))
     except (ValueError, SyntaxError):
-        return Unknown("dict key")
+        return Unknown("dict key", kind=UnknownKind.UNSUPPORTED)

@@ -15,6 +15,7 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
 )
 
@@ -62,9 +63,9 @@ class DefinitionsMixin(EngineBase):
             self._register(st, fn, node.decorator_list)
         return fn
 
-    def _nested_defaults(self, st: PathState,
-                         node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-                         ) -> dict[str, Value] | None:  # fmt: skip
+    def _nested_defaults(
+        self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+    ) -> dict[str, Value] | None:
         """A nested function's defaults, evaluated in the scope that defines it (`def
         getter(self, _name=name)` in a loop binds each iteration's name)."""
         a = node.args
@@ -76,7 +77,11 @@ class DefinitionsMixin(EngineBase):
             if isinstance(d, ast.Constant):
                 continue  # the same wherever it is evaluated
             got = self.ev(st.fork(), d)
-            out[p.arg] = got[0][1] if len(got) == 1 else Unknown(f"default of {p.arg}")
+            out[p.arg] = (
+                got[0][1]
+                if len(got) == 1
+                else Unknown(f"default of {p.arg}", kind=UnknownKind.UNSUPPORTED)
+            )
         return out or None
 
     def _register(self, st: PathState, fn: FunctionVal, decorators: list[ast.expr]) -> None:
@@ -113,12 +118,22 @@ class DefinitionsMixin(EngineBase):
         bases: list[Value] = []
         for b in node.bases:
             got = self.ev(st.fork(), b)
-            bases.append(self.resolved(got[0][1]) if got else Unknown("base"))
+            bases.append(
+                self.resolved(got[0][1]) if got else Unknown("base", kind=UnknownKind.UNSUPPORTED)
+            )
         prefix = self.ctx[-1].prefix
-        cls = ClassVal(f"{mod.name}:{prefix}{node.name}", node, mod, tuple(bases),
-                       decorators=self._decorator_names(st, node.decorator_list))  # fmt: skip
-        cls.is_enum = any((isinstance(b, External) and b.name.startswith("enum.")) or
-                          (isinstance(b, ClassVal) and b.is_enum) for b in bases)  # fmt: skip
+        cls = ClassVal(
+            f"{mod.name}:{prefix}{node.name}",
+            node,
+            mod,
+            tuple(bases),
+            decorators=self._decorator_names(st, node.decorator_list),
+        )
+        cls.is_enum = any(
+            (isinstance(b, External) and b.name.startswith("enum."))
+            or (isinstance(b, ClassVal) and b.is_enum)
+            for b in bases
+        )
         body_st = PathState(envs=[*st.envs, {}])
         outer = self.ctx[-1]
         self.ctx.append(Ctx(mod, outer.file, outer.function, f"{prefix}{node.name}."))
@@ -135,7 +150,11 @@ class DefinitionsMixin(EngineBase):
                 name = stmt.target.id
                 if stmt.value is not None:  # a field(...) call gives a records.FieldDefault
                     got = self.ev(st, stmt.value)
-                    cls.attrs[name] = got[0][1] if got else Unknown("class attribute")
+                    cls.attrs[name] = (
+                        got[0][1]
+                        if got
+                        else Unknown("class attribute", kind=UnknownKind.UNSUPPORTED)
+                    )
                 cls.attrs.setdefault(f"__field__{name}", Const(name))
                 cls.annotations[name] = stmt.annotation
                 continue

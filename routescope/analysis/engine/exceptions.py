@@ -15,8 +15,9 @@ from routescope.analysis.engine.values import (
 
 
 class ExceptionsMixin(EngineBase):
-    def exception_matches(self, exc: Value | None, handler: ast.ExceptHandler,
-                          st: PathState) -> bool | None:  # fmt: skip
+    def exception_matches(
+        self, exc: Value | None, handler: ast.ExceptHandler, st: PathState
+    ) -> bool | None:
         """Whether `handler` catches `exc`: True, False, or None when the exception's class
         is not known well enough to say (an external class may derive from anything)."""
         if handler.type is None:

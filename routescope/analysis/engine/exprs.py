@@ -32,6 +32,7 @@ from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
     merge_origins,
     unknown_from,
@@ -48,7 +49,15 @@ class ExprMixin(EngineBase):
         self.budget.check_time()
         method = getattr(self, f"ev_{type(node).__name__}", None)
         if method is None:
-            return [(st, Unknown(f"unsupported expression {type(node).__name__}"))]
+            return [
+                (
+                    st,
+                    Unknown(
+                        f"unsupported expression {type(node).__name__}",
+                        kind=UnknownKind.UNSUPPORTED,
+                    ),
+                )
+            ]
         result: Paths = method(st, node)
         return result
 
@@ -63,9 +72,28 @@ class ExprMixin(EngineBase):
                         if seq is not None:
                             nxt.append((s2, [*vals, *seq]))
                         elif is_list(v) or is_set(v):
-                            nxt.append((s2, [*vals, Unknown("starred list of unknown contents")]))
+                            nxt.append(
+                                (
+                                    s2,
+                                    [
+                                        *vals,
+                                        Unknown(
+                                            "starred list of unknown contents",
+                                            kind=UnknownKind.UNSUPPORTED,
+                                        ),
+                                    ],
+                                )
+                            )
                         else:
-                            nxt.append((s2, [*vals, Unknown("starred argument")]))
+                            nxt.append(
+                                (
+                                    s2,
+                                    [
+                                        *vals,
+                                        Unknown("starred argument", kind=UnknownKind.UNSUPPORTED),
+                                    ],
+                                )
+                            )
                     continue
                 for s2, v in self.ev(s, n):
                     nxt.append((s2, [*vals, v]))
@@ -86,7 +114,16 @@ class ExprMixin(EngineBase):
             ):
                 out.append((s, Const("".join(str(v.value) for v in vals), merge_origins(*vals))))  # type: ignore[attr-defined]
             else:
-                out.append((s, Unknown("f-string", truthy=True if literal else None)))
+                out.append(
+                    (
+                        s,
+                        Unknown(
+                            "f-string",
+                            truthy=True if literal else None,
+                            kind=UnknownKind.UNSUPPORTED,
+                        ),
+                    )
+                )
         return out
 
     def ev_Name(self, st: PathState, node: ast.Name) -> Paths:
@@ -101,13 +138,20 @@ class ExprMixin(EngineBase):
     def ev_Tuple(self, st: PathState, node: ast.Tuple | ast.List) -> Paths:
         out: Paths = []
         for s, vals in self.ev_seq(st, list(node.elts)):
-            if isinstance(node, ast.List) and (not vals or not all(isinstance(v, Const)
-                                                                   for v in vals)):  # fmt: skip
+            if isinstance(node, ast.List) and (
+                not vals or not all(isinstance(v, Const) for v in vals)
+            ):
                 out.append((s, new_list(vals)))  # mutable: append and friends go to the path
             elif all(isinstance(v, Const) for v in vals):
                 seq = tuple(v.value for v in vals)  # type: ignore[attr-defined]
-                out.append((s, Const(seq if isinstance(node, ast.Tuple) else list(seq),
-                                     merge_origins(*vals))))  # fmt: skip
+                out.append(
+                    (
+                        s,
+                        Const(
+                            seq if isinstance(node, ast.Tuple) else list(seq), merge_origins(*vals)
+                        ),
+                    )
+                )
             else:
                 out.append((s, Instance(None, {str(i): v for i, v in enumerate(vals)}, "tuple")))
         return out
@@ -120,7 +164,7 @@ class ExprMixin(EngineBase):
             try:
                 out.append((s, new_set(vals)))
             except TypeError:  # an unhashable item: the real code raises
-                out.append((s, Unknown("set of unhashable items")))
+                out.append((s, Unknown("set of unhashable items", kind=UnknownKind.UNSUPPORTED)))
         return out
 
     def ev_Dict(self, st: PathState, node: ast.Dict) -> Paths:
@@ -135,7 +179,7 @@ class ExprMixin(EngineBase):
                 inst = Instance(None, fields, "dict")
                 out.append((s, inst))
             else:
-                out.append((s, Unknown("dict with unknown keys")))
+                out.append((s, Unknown("dict with unknown keys", kind=UnknownKind.UNSUPPORTED)))
         return out
 
     def _dict_with_unpacking(self, st: PathState, node: ast.Dict) -> Paths:
@@ -145,12 +189,19 @@ class ExprMixin(EngineBase):
             if key is None:
                 part = self.single(st, value)
                 if not (isinstance(part, Instance) and part.label == "dict" and part.cls is None):
-                    return [(st, Unknown("dict with ** of an unknown mapping"))]
+                    return [
+                        (
+                            st,
+                            Unknown(
+                                "dict with ** of an unknown mapping", kind=UnknownKind.UNSUPPORTED
+                            ),
+                        )
+                    ]
                 update_view(fields, st.fields(part))
                 continue
             k, v = self.single(st, key), self.single(st, value)
             if not isinstance(k, Const) or v is None:
-                return [(st, Unknown("dict with unknown keys"))]
+                return [(st, Unknown("dict with unknown keys", kind=UnknownKind.UNSUPPORTED))]
             fields[repr(k.value)] = v
         return [(st, Instance(None, fields, "dict"))]
 
@@ -170,17 +221,31 @@ class ExprMixin(EngineBase):
                         got = fn(a.value, b.value)
                     except Exception as exc:
                         out.append(
-                            (s, Unknown(f"{type(exc).__name__} in {self.source_text(node)}"))
+                            (
+                                s,
+                                Unknown(
+                                    f"{type(exc).__name__} in {self.source_text(node)}",
+                                    kind=UnknownKind.UNSUPPORTED,
+                                ),
+                            )
                         )
                         continue
-                    made = new_set([Const(x) for x in ordered(got)]) if isinstance(got, set) \
-                        else Const(got, merge_origins(a, b))  # fmt: skip
+                    made = (
+                        new_set([Const(x) for x in ordered(got)])
+                        if isinstance(got, set)
+                        else Const(got, merge_origins(a, b))
+                    )
                     out.append((s, made))
                     continue
             if isinstance(node.op, ast.Add) and (is_list(a) or is_list(b)):
                 left, right = items_of(s, a), items_of(s, b)
-                joined = new_list(left + right) if left is not None and right is not None else \
-                    Unknown("concatenation of a list of unknown contents")  # fmt: skip
+                joined = (
+                    new_list(left + right)
+                    if left is not None and right is not None
+                    else Unknown(
+                        "concatenation of a list of unknown contents", kind=UnknownKind.UNSUPPORTED
+                    )
+                )
                 out.append((s, joined))
                 continue
             if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
@@ -188,7 +253,15 @@ class ExprMixin(EngineBase):
                     out.append((s, Const(fn(a.value, b.value), merge_origins(a, b))))
                     continue
                 except Exception as exc:
-                    out.append((s, Unknown(f"{type(exc).__name__} in {self.source_text(node)}")))
+                    out.append(
+                        (
+                            s,
+                            Unknown(
+                                f"{type(exc).__name__} in {self.source_text(node)}",
+                                kind=UnknownKind.UNSUPPORTED,
+                            ),
+                        )
+                    )
                     continue
             if isinstance(a, Tensor):
                 out.append((s, Tensor(producer=a.producer, made_at=a.made_at)))
@@ -215,7 +288,7 @@ class ExprMixin(EngineBase):
                 try:
                     out.append((s, Const(ops[type(node.op)](v.value), v.origins)))
                 except Exception:
-                    out.append((s, Unknown("unary op")))
+                    out.append((s, Unknown("unary op", kind=UnknownKind.UNSUPPORTED)))
             else:
                 out.append((s, unknown_from("unary op", v)))
         return out
@@ -235,7 +308,7 @@ class ExprMixin(EngineBase):
             if all(isinstance(v, Const) for v in vals):
                 out.append((s, Const(slice(*(v.value for v in vals)))))  # type: ignore[attr-defined]
             else:
-                out.append((s, Unknown("slice")))
+                out.append((s, Unknown("slice", kind=UnknownKind.UNSUPPORTED)))
         return out
 
     def subscript(self, obj: Value, idx: Value) -> Value:
@@ -243,7 +316,7 @@ class ExprMixin(EngineBase):
             try:
                 return Const(obj.value[idx.value], merge_origins(obj, idx))
             except Exception:
-                return Unknown("subscript raised")
+                return Unknown("subscript raised", kind=UnknownKind.RAISED)
         if isinstance(obj, Tensor):
             return Tensor(producer=obj.producer, made_at=obj.made_at)
         if isinstance(obj, Instance) and isinstance(idx, Const):
@@ -282,7 +355,7 @@ class ExprMixin(EngineBase):
 
     def ev_Yield(self, st: PathState, node: ast.Yield) -> Paths:
         if not self.entering or self.entering[-1] != len(st.frames):
-            return [(st, Unknown("a generator's yield"))]
+            return [(st, Unknown("a generator's yield", kind=UnknownKind.UNSUPPORTED))]
         out: Paths = []
         for s, v in self.ev(st, node.value) if node.value is not None else [(st, Const(None))]:
             s.yielded = v

@@ -48,6 +48,7 @@ from routescope.analysis.engine.values import (
     OpenKeys,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
     merge_origins,
 )
@@ -61,16 +62,32 @@ from routescope.analysis.library.typing import typing_call
 
 _PATH_TYPES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath"}
 PATH_METHODS = {"exists": "exists", "is_file": "file", "is_dir": "dir"}
-_FS_QUERIES = {"os.path.exists": "exists", "os.path.isfile": "file", "os.path.isdir": "dir",
-               "os.path.lexists": "exists"}  # fmt: skip
+_FS_QUERIES = {
+    "os.path.exists": "exists",
+    "os.path.isfile": "file",
+    "os.path.isdir": "dir",
+    "os.path.lexists": "exists",
+}
 
-IDENTITY_DECORATORS = {"functools.lru_cache", "functools.cache", "functools.wraps",
-                        "functools.cached_property", "typing.overload", "typing.final"}  # fmt: skip
+IDENTITY_DECORATORS = {
+    "functools.lru_cache",
+    "functools.cache",
+    "functools.wraps",
+    "functools.cached_property",
+    "typing.overload",
+    "typing.final",
+}
 
 
 class ExternalsMixin(EngineBase):
-    def call_external(self, st: PathState, fn: External, args: list[Value],
-                       kwargs: dict[str, Value], node: ast.AST | None) -> Paths:  # fmt: skip
+    def call_external(
+        self,
+        st: PathState,
+        fn: External,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST | None,
+    ) -> Paths:
         name = fn.name
         special = self._special_builtin(st, name, args, kwargs)
         if special is not None:
@@ -83,8 +100,13 @@ class ExternalsMixin(EngineBase):
         if name in records.TYPE_HINTS and args and isinstance(self.resolved(args[0]), ClassVal):
             return [(st, self.type_hints(cast(ClassVal, self.resolved(args[0]))))]
         if name in records.NAMES:
-            rec = records.call(name, [self.resolved(a) for a in args], kwargs, st,
-                               self.ctx[-1].module.name if self.ctx else "")  # fmt: skip
+            rec = records.call(
+                name,
+                [self.resolved(a) for a in args],
+                kwargs,
+                st,
+                self.ctx[-1].module.name if self.ctx else "",
+            )
             if rec is not None:
                 return [(st, rec)]
         if name == "routescope.namespace":  # summaries build plain objects with it
@@ -115,15 +137,20 @@ class ExternalsMixin(EngineBase):
             try:
                 m = getattr(_re, name[3:])(*(a.value for a in args))  # type: ignore[attr-defined]
             except Exception:
-                return [(st, Unknown(f"{name}() raised"))]
+                return [(st, Unknown(f"{name}() raised", kind=UnknownKind.RAISED))]
             return [(st, Const(m, merge_origins(*args)))]
         env_value = self._env_call(name, args, kwargs, node)
         if env_value is not None:
             return [(st, env_value)]
-        if name == "importlib.util.find_spec" and args and isinstance(args[0], Const) and \
-                isinstance(args[0].value, str):  # fmt: skip
-            found = self.index.has_module(args[0].value) or \
-                self.facts.package_available(args[0].value)  # fmt: skip
+        if (
+            name == "importlib.util.find_spec"
+            and args
+            and isinstance(args[0], Const)
+            and isinstance(args[0].value, str)
+        ):
+            found = self.index.has_module(args[0].value) or self.facts.package_available(
+                args[0].value
+            )
             if found is False:
                 return [(st, Const(None, (f"package {args[0].value} not importable",)))]
             if found:
@@ -161,7 +188,7 @@ class ExternalsMixin(EngineBase):
         if rule is not None:
             return [(st, self.hit_sink(st, name, rule, node, args, kwargs))]
         if name.startswith(NON_TENSOR_TORCH):
-            return [(st, Unknown(f"result of {name}()"))]
+            return [(st, Unknown(f"result of {name}()", kind=UnknownKind.OPAQUE))]
         if name in PARAMETER and args and isinstance(args[0], Tensor):
             return [(st, args[0])]  # a parameter is its data
         if name in FACTORIES:
@@ -173,20 +200,23 @@ class ExternalsMixin(EngineBase):
         if name.startswith("torch.") or name.startswith("triton"):
             inherited = producer_of([*args, *kwargs.values()], st.claims)
             return [(st, Tensor(producer=inherited, made_at=self.made_at(node)))]
-        return [(st, Unknown(f"result of {name}()"))]
+        return [(st, Unknown(f"result of {name}()", kind=UnknownKind.OPAQUE))]
 
-    def _special_builtin(self, st: PathState, name: str, args: list[Value],
-                         kwargs: dict[str, Value]) -> Paths | None:  # fmt: skip
+    def _special_builtin(
+        self, st: PathState, name: str, args: list[Value], kwargs: dict[str, Value]
+    ) -> Paths | None:
         if name in ("getattr", "hasattr") and len(args) >= 2 and isinstance(args[1], Const):
             results = self.attribute(st, args[0], str(args[1].value))
             out: Paths = []
             for s, v in results:
-                missing = isinstance(v, Unknown) and "has no attribute" in v.reason
+                missing = isinstance(v, Unknown) and v.kind is UnknownKind.ABSENT
                 if name == "hasattr":
                     if isinstance(args[0], External):
                         full = f"{args[0].name}.{args[1].value}"
                         known = self.facts.attributes.get(f"hasattr({full})")
-                        out.append((s, known or Unknown(f"hasattr({full})")))
+                        out.append(
+                            (s, known or Unknown(f"hasattr({full})", kind=UnknownKind.OPAQUE))
+                        )
                     else:
                         out.append(
                             (s, Const(not missing) if missing or not isinstance(v, Unknown) else v)
@@ -236,15 +266,23 @@ class ExternalsMixin(EngineBase):
                 return [(st, Instance(None, {str(i): v for i, v in enumerate(items)}, "tuple"))]
         if name == "type" and len(args) == 1:
             a = self.resolved(args[0])
-            return [(st, a.cls if isinstance(a, Instance) and a.cls else Unknown("type()"))]
+            return [
+                (
+                    st,
+                    a.cls
+                    if isinstance(a, Instance) and a.cls
+                    else Unknown("type()", kind=UnknownKind.UNSUPPORTED),
+                )
+            ]
         return None
 
     def _fs_call(self, name: str, args: list[Value]) -> Value | None:
         """pathlib paths of known text are values; the server's filesystem queries about its
         model path are answered from the checkpoint routescope read (else Unknown)."""
         if name in _PATH_TYPES:
-            if args and all(isinstance(a, Const) and isinstance(a.value, (str, PurePosixPath))
-                            for a in args):  # fmt: skip
+            if args and all(
+                isinstance(a, Const) and isinstance(a.value, (str, PurePosixPath)) for a in args
+            ):
                 return Const(PurePosixPath(*(a.value for a in args)), merge_origins(*args))  # type: ignore[attr-defined]
             return None
         if name == "glob.glob" and args and isinstance(args[0], Const):
@@ -274,15 +312,20 @@ class ExternalsMixin(EngineBase):
             found = cp.query(kind, str(arg.value))
             if found is not None:
                 return Const(found, (f"checkpoint {cp.root}: {cp.origin}",))
-        return Unknown(f"result of {what}()")
+        return Unknown(f"result of {what}()", kind=UnknownKind.OPAQUE)
 
-    def _env_call(self, name: str, args: list[Value], kwargs: dict[str, Value],
-                  node: ast.AST | None) -> Value | None:  # fmt: skip
-        if name not in ("os.getenv", "os.environ.get", "os.environ.__getitem__",
-                        "os.environ.setdefault"):  # fmt: skip
+    def _env_call(
+        self, name: str, args: list[Value], kwargs: dict[str, Value], node: ast.AST | None
+    ) -> Value | None:
+        if name not in (
+            "os.getenv",
+            "os.environ.get",
+            "os.environ.__getitem__",
+            "os.environ.setdefault",
+        ):
             return None
         if not args or not isinstance(args[0], Const):
-            return Unknown("environment variable with an unknown name")
+            return Unknown("environment variable with an unknown name", kind=UnknownKind.INPUT)
         var = str(args[0].value)
         if var in self.facts.env:
             return Const(self.facts.env[var], (f"--env {var}",))
@@ -290,8 +333,11 @@ class ExternalsMixin(EngineBase):
         if default is None and self.facts.env_unset_means_absent:
             return Const(None, (f"env {var} unset (assumed; give --env {var}=... to change)",))
         if default is None:
-            return Unknown(f"environment variable {var} has no default (give --env {var}=...)",
-                           (f"env {var}",))  # fmt: skip
+            return Unknown(
+                f"environment variable {var} has no default (give --env {var}=...)",
+                (f"env {var}",),
+                kind=UnknownKind.INPUT,
+            )
         where = f"{self.current_file()}:{getattr(node, 'lineno', 0)}"
         if isinstance(default, Const):
             return Const(default.value, (f"env {var} unset: default at {where}",))
@@ -318,8 +364,9 @@ SEQUENCE_BUILTINS = frozenset(
 )
 
 
-def over_containers(st: PathState, name: str, args: list[Value],
-                     kwargs: dict[str, Value]) -> Value | None:  # fmt: skip
+def over_containers(
+    st: PathState, name: str, args: list[Value], kwargs: dict[str, Value]
+) -> Value | None:
     """A sequence builtin over tracked containers (lists, tuples, dicts whose items this path
     knows): on their items as constants when every item is one, else structurally (a new list,
     a tuple of the same objects). None when the pure builtin (or nothing) applies."""
@@ -329,8 +376,13 @@ def over_containers(st: PathState, name: str, args: list[Value],
         if not isinstance(args[0].value, (tuple, list, set, frozenset, str, range)):
             return None
         return set_of([Const(x, args[0].origins) for x in ordered(args[0].value)])
-    if name == "set" and len(args) == 1 and isinstance(args[0], Instance) and is_dict(args[0]) \
-            and not kwargs:  # fmt: skip
+    if (
+        name == "set"
+        and len(args) == 1
+        and isinstance(args[0], Instance)
+        and is_dict(args[0])
+        and not kwargs
+    ):
         view = st.fields(args[0])
         rest = view.get(LIST_UNKNOWN)
         if isinstance(rest, OpenKeys):  # the keys of a joined dict: some only perhaps there
@@ -373,10 +425,10 @@ def copied(st: PathState, v: Value, deep: bool, depth: int) -> Value:
     if not isinstance(v, Instance):
         if isinstance(v, (Const, EnumMember, External, FunctionVal, ClassVal, ModuleVal)):
             return v  # immutable, or copied as itself (copy of a class, a function, a module)
-        return Unknown("copy of an unknown value", v.origins)
+        return Unknown("copy of an unknown value", v.origins, kind=UnknownKind.UNSUPPORTED)
     fields = st.fields(v)  # this path's view (its own writes included)
     if deep:
         if depth <= 0:
-            return Unknown("deepcopy nested too deeply")
+            return Unknown("deepcopy nested too deeply", kind=UnknownKind.BUDGET)
         fields = {k: copied(st, x, True, depth - 1) for k, x in fields.items()}
     return Instance(v.cls, dict(fields), v.label)

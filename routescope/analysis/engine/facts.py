@@ -57,8 +57,9 @@ class Checkpoint:
         folder, _, name = posixpath.normpath(pattern).rpartition("/")
         if folder != root or not self.local or self.files is None or "**" in pattern:
             return None
-        return sorted(f"{root}/{f}" for f in self.files
-                      if "/" not in f and fnmatch.fnmatchcase(f, name))  # fmt: skip
+        return sorted(
+            f"{root}/{f}" for f in self.files if "/" not in f and fnmatch.fnmatchcase(f, name)
+        )
 
 
 @dataclass

@@ -14,6 +14,7 @@ from routescope.analysis.engine.values import (
     Instance,
     ModuleVal,
     Unknown,
+    UnknownKind,
     Value,
 )
 
@@ -26,8 +27,10 @@ def decorator_factory(node: ast.stmt) -> bool:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     inner = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
-               for n in node.body)  # fmt: skip
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
+        for n in node.body
+    )
 
 
 class ImportsMixin(EngineBase):
@@ -42,7 +45,7 @@ class ImportsMixin(EngineBase):
         self.modules[name] = mod
         if info.tree is None:
             mod.globals["__unparseable__"] = Unknown(
-                f"{info.relpath} does not parse: {info.unparseable}"
+                f"{info.relpath} does not parse: {info.unparseable}", kind=UnknownKind.UNSUPPORTED
             )
             return mod
         self._lines[info.relpath] = info.lines
@@ -80,7 +83,7 @@ class ImportsMixin(EngineBase):
         except BudgetExceeded as exc:
             for sub in ast.walk(stmt):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    mod.globals[sub.id] = Unknown(str(exc))
+                    mod.globals[sub.id] = Unknown(str(exc), kind=UnknownKind.BUDGET)
             return
         finally:
             self.budget.pop()
@@ -101,8 +104,13 @@ class ImportsMixin(EngineBase):
                     all(isinstance(v, Const) for v in vals)
                     and len({repr(v.value) for v in vals}) == 1  # type: ignore[union-attr]
                 )
-                merged[key] = (first if first is not None else Unknown("unbound")) if same else \
-                    Unknown(f"depends on the undecided condition at {where}")  # fmt: skip
+                merged[key] = (
+                    (first if first is not None else Unknown("unbound", kind=UnknownKind.ABSENT))
+                    if same
+                    else Unknown(
+                        f"depends on the undecided condition at {where}", kind=UnknownKind.JOINED
+                    )
+                )
         if merged is not mod.globals:
             mod.globals.clear()
             mod.globals.update(merged)
@@ -226,7 +234,7 @@ class ImportsMixin(EngineBase):
                 return got[0]
         if mod.name in self.loading:
             return LazyName(self, mod.name, name)
-        return Unknown(f"{mod.name} has no attribute {name}")
+        return Unknown(f"{mod.name} has no attribute {name}", kind=UnknownKind.ABSENT)
 
     def resolved(self, v: Value) -> Value:
         for _ in range(16):
@@ -234,7 +242,7 @@ class ImportsMixin(EngineBase):
                 v = v.resolve()
             else:
                 return v
-        return Unknown("import cycle")
+        return Unknown("import cycle", kind=UnknownKind.UNSUPPORTED)
 
     # --- names and attributes ---------------------------------------------------------------
 
@@ -256,7 +264,11 @@ class LazyModule(Value):
 
     def resolve(self) -> Value:
         mod = self.engine.load_module(self.name)
-        return mod if mod is not None else Unknown(f"module {self.name} not found")
+        return (
+            mod
+            if mod is not None
+            else Unknown(f"module {self.name} not found", kind=UnknownKind.ABSENT)
+        )
 
 
 class LazyName(Value):
@@ -269,19 +281,22 @@ class LazyName(Value):
     def resolve(self) -> Value:
         mod = self.engine.load_module(self.module)
         if mod is None:
-            return Unknown(f"module {self.module} not found")
+            return Unknown(f"module {self.module} not found", kind=UnknownKind.ABSENT)
         if self.name in mod.globals:
             v = mod.globals[self.name]
             return (
                 v
                 if not (isinstance(v, LazyName) and v.module == self.module and v.name == self.name)
-                else Unknown("cycle")
+                else Unknown("cycle", kind=UnknownKind.UNSUPPORTED)
             )
         sub = f"{self.module}.{self.name}"
         if self.engine.index.has_module(sub):
             return LazyModule(self.engine, sub).resolve()
         if self.module in self.engine.loading:
-            return Unknown(f"{self.name} not yet defined in {self.module} (import cycle)")
+            return Unknown(
+                f"{self.name} not yet defined in {self.module} (import cycle)",
+                kind=UnknownKind.UNSUPPORTED,
+            )
         if "__getattr__" in mod.globals:
             return self.engine.module_attr(mod, self.name)
-        return Unknown(f"{self.module} has no name {self.name}")
+        return Unknown(f"{self.module} has no name {self.name}", kind=UnknownKind.ABSENT)

@@ -46,6 +46,7 @@ from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
     describe,
 )
@@ -57,19 +58,28 @@ from routescope.analysis.library.builtins import (
 
 
 class InvokeMixin(EngineBase):
-    def call(self, st: PathState, fn: Value, args: list[Value], kwargs: dict[str, Value],
-             node: ast.AST | None) -> Paths:  # fmt: skip
+    def call(
+        self,
+        st: PathState,
+        fn: Value,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST | None,
+    ) -> Paths:
         if st.raising is not None:  # an argument's call raised: this call is never made
-            return [(st, Unknown("not reached: an exception was raised"))]
+            return [(st, Unknown("not reached: an exception was raised", kind=UnknownKind.RAISED))]
         fn = self.resolved(fn)
         if isinstance(fn, BoundConst):
             if isinstance(fn.target.value, PurePosixPath) and fn.name in PATH_METHODS:
                 return [(st, self.fs_query(PATH_METHODS[fn.name], fn.target, f"Path.{fn.name}"))]
             if isinstance(fn.target.value, PurePosixPath) and fn.name == "glob":
                 pattern = args[0].value if len(args) == 1 and isinstance(args[0], Const) else None
-                found = None if pattern is None else \
-                    self.listing(str(fn.target.value / str(pattern)), PurePosixPath)  # fmt: skip
-                return [(st, found or Unknown("result of Path.glob()"))]
+                found = (
+                    None
+                    if pattern is None
+                    else self.listing(str(fn.target.value / str(pattern)), PurePosixPath)
+                )
+                return [(st, found or Unknown("result of Path.glob()", kind=UnknownKind.OPAQUE))]
             return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, TensorMethod):
             shape = fn.tensor.shape
@@ -78,17 +88,31 @@ class InvokeMixin(EngineBase):
             stride = stride_of(fn.tensor, args) if fn.name == "stride" else None
             if stride is not None:
                 return [(st, stride)]
-            if fn.name == "size" and shape is not None and len(args) == 1 and \
-                    isinstance(args[0], Const) and isinstance(args[0].value, int) and \
-                    -len(shape) <= args[0].value < len(shape):  # fmt: skip
+            if (
+                fn.name == "size"
+                and shape is not None
+                and len(args) == 1
+                and isinstance(args[0], Const)
+                and isinstance(args[0].value, int)
+                and -len(shape) <= args[0].value < len(shape)
+            ):
                 return [(st, shape[args[0].value])]
             made = fn.tensor.made_at or self.made_at(node)
             same = fn.name in SAME_SHAPE  # elementwise and dtype changes keep the shape
             dtype = METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in SAME_DTYPE else None)
             flat = fn.name == "contiguous" or (fn.tensor.contiguous and fn.name in SAME_SHAPE)
-            return [(st, Tensor(shape if same else None, dtype,
-                                producer=producer_of([fn.tensor, *args], st.claims),
-                                made_at=made, contiguous=flat))]  # fmt: skip
+            return [
+                (
+                    st,
+                    Tensor(
+                        shape if same else None,
+                        dtype,
+                        producer=producer_of([fn.tensor, *args], st.claims),
+                        made_at=made,
+                        contiguous=flat,
+                    ),
+                )
+            ]
         if isinstance(fn, DictMethod):
             return [(st, fn.call(st, args, kwargs))]
         if isinstance(fn, ConfigToDict) and not args and not kwargs:
@@ -114,9 +138,10 @@ class InvokeMixin(EngineBase):
         if isinstance(fn, ClassVal):
             return self.construct(st, fn, args, kwargs, node)
         if isinstance(fn, EnumMember):
-            return [(st, Unknown("call of enum member"))]
-        reason = fn.reason if isinstance(fn, Unknown) else f"call of {type(fn).__name__}"
-        return [(st, Unknown(reason, fn.origins))]
+            return [(st, Unknown("call of enum member", kind=UnknownKind.OPAQUE))]
+        if isinstance(fn, Unknown):  # calling an unknown value: its result is as unknown
+            return [(st, Unknown(fn.reason, fn.origins, kind=fn.kind))]
+        return [(st, Unknown(f"call of {type(fn).__name__}", kind=UnknownKind.UNSUPPORTED))]
 
     # --- with statements ---------------------------------------------------------------------
 
@@ -127,21 +152,37 @@ class InvokeMixin(EngineBase):
         out: Paths = []
         for s, k, v in outs:
             if k == "raise":
-                exc = v or Unknown("an exception")
+                exc = v or Unknown("an exception", kind=UnknownKind.RAISED)
                 if self._caught(s, exc):
                     s.raising = exc
-                    out.append((s, Unknown(f"raised {describe(exc)}")))
+                    out.append((s, Unknown(f"raised {describe(exc)}", kind=UnknownKind.RAISED)))
                 continue
             # _invoke turns "normal" ends into returns of Const(None): no value here is None
-            out.append((s, cast(Value, v) if k in ("return", "normal") else Unknown(f"raised {v}")))
-        return out or [(st, Unknown(always or "always raises"))]
+            out.append(
+                (
+                    s,
+                    cast(Value, v)
+                    if k in ("return", "normal")
+                    else Unknown(f"raised {v}", kind=UnknownKind.RAISED),
+                )
+            )
+        return out or [(st, Unknown(always or "always raises", kind=UnknownKind.RAISED))]
 
     def _caught(self, st: PathState, exc: Value) -> bool:
-        return any(self.exception_matches(exc, h, st) is not False
-                   for handlers in self.catching for h in handlers)  # fmt: skip
+        return any(
+            self.exception_matches(exc, h, st) is not False
+            for handlers in self.catching
+            for h in handlers
+        )
 
-    def invoke(self, st: PathState, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value],
-                node: ast.AST | None) -> list[Outcome]:  # fmt: skip
+    def invoke(
+        self,
+        st: PathState,
+        fn: FunctionVal,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        node: ast.AST | None,
+    ) -> list[Outcome]:
         """Enter a framework function, or record it as the sink, or apply its summary."""
         decorated = self.facts.sink_for_decorators(fn.decorators)
         if decorated is not None and decorated.kind != "none":
@@ -171,8 +212,13 @@ class InvokeMixin(EngineBase):
                     # this first call's paths returned (its own callers keep every path)
                     vals: list[Value | None] = [o[2] or Const(None) for o in returned]
                     head = vals[0] or Const(None)
-                    joined = head if all(same(v, head) for v in vals) else join_paths_values(
-                        vals, [o[0] for o in returned], len(returned), fn.qualname)  # fmt: skip
+                    joined = (
+                        head
+                        if all(same(v, head) for v in vals)
+                        else join_paths_values(
+                            vals, [o[0] for o in returned], len(returned), fn.qualname
+                        )
+                    )
                     self._memo[memo_key] = (joined, [], fn.bound)
             return result
         return self.invoke_uncached(st, fn, args, kwargs, node)
@@ -218,18 +264,28 @@ class InvokeMixin(EngineBase):
         if self.facts.is_opaque(fn.qualname):
             if fn.qualname.endswith(".__init__") and isinstance(fn.bound, Instance):
                 self.partly_built(fn.bound)  # what that constructor sets is not known
-            return [(st, "return", Unknown(f"{fn.qualname} is not entered"))]
+            return [
+                (st, "return", Unknown(f"{fn.qualname} is not entered", kind=UnknownKind.OPAQUE))
+            ]
         if len(st.frames) >= self.budget.max_depth:
             st.stopped = f"call depth {self.budget.max_depth} exceeded at {fn.qualname}"
-            return [(st, "stop", Unknown(st.stopped))]
-        if any(f.function == fn.qualname for f in st.frames[-4:]) and \
-                sum(f.function == fn.qualname for f in st.frames) >= 3:  # fmt: skip
+            return [(st, "stop", Unknown(st.stopped, kind=UnknownKind.BUDGET))]
+        if (
+            any(f.function == fn.qualname for f in st.frames[-4:])
+            and sum(f.function == fn.qualname for f in st.frames) >= 3
+        ):
             st.stopped = f"recursion in {fn.qualname} exceeded the budget"
-            return [(st, "stop", Unknown(st.stopped))]
+            return [(st, "stop", Unknown(st.stopped, kind=UnknownKind.BUDGET))]
         depth = (len(st.frames), len(st.envs))
         env = self.bind(fn, args, kwargs)
-        frame = Frame(fn.qualname, fn.module.relpath, fn.node.lineno, self.current_file(),
-                      getattr(node, "lineno", 0), fn.decorators)  # fmt: skip
+        frame = Frame(
+            fn.qualname,
+            fn.module.relpath,
+            fn.node.lineno,
+            self.current_file(),
+            getattr(node, "lineno", 0),
+            fn.decorators,
+        )
         st.frames.append(frame)
         st.trail.append(frame)
         st.envs.append(env)
@@ -247,7 +303,7 @@ class InvokeMixin(EngineBase):
                 outcomes = self.exec_block(st, list(fn.node.body))
         except BudgetExceeded as exc:
             st.stopped = str(exc)
-            outcomes = [(st, "stop", Unknown(str(exc)))]
+            outcomes = [(st, "stop", Unknown(str(exc), kind=UnknownKind.BUDGET))]
         finally:
             stack.pop()
             self._closure_env = saved_closure

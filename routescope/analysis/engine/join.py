@@ -18,12 +18,10 @@ from routescope.analysis.engine.values import (
     Instance,
     OpenKeys,
     Unknown,
+    UnknownKind,
     Value,
     rest_of_dicts,
 )
-
-JOINED = ("differs between", "depends on")
-GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 
 # More live paths than this after a statement are merged where they reached the same routing
 # kernels: a control-flow join, with the variables they disagree on becoming Unknown.
@@ -68,7 +66,9 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
                 if all(v is views[0] for v in views):
                     continue  # no path changed it differently
                 if is_list(obj) and len({tuple(v) for v in views}) > 1:
-                    updates.append((obj, {LIST_UNKNOWN: Unknown(why)}))  # lengths differ
+                    updates.append(
+                        (obj, {LIST_UNKNOWN: Unknown(why, kind=UnknownKind.JOINED)})
+                    )  # lengths differ
                     continue
                 if is_dict(obj):
                     joined = _join_dict(views, members, why, JOIN_DEPTH)
@@ -111,14 +111,16 @@ def join_values(vals: list[Value | None], members: list[PathState], why: str) ->
     return _join(list(vals), members, why, JOIN_DEPTH)
 
 
-def _join_fields(views: list[dict[str, Value]], members: list[PathState], why: str,
-                 depth: int) -> dict[str, Value]:  # fmt: skip
+def _join_fields(
+    views: list[dict[str, Value]], members: list[PathState], why: str, depth: int
+) -> dict[str, Value]:
     names = dict.fromkeys(k for v in views for k in v)  # first path's order: dicts iterate
     return {n: _join([v.get(n) for v in views], members, why, depth) for n in names}
 
 
-def _join_dict(views: list[dict[str, Value]], members: list[PathState], why: str,
-               depth: int) -> dict[str, Value]:  # fmt: skip
+def _join_dict(
+    views: list[dict[str, Value]], members: list[PathState], why: str, depth: int
+) -> dict[str, Value]:
     """A dict's items joined across paths: a key every path has is kept (its values joined); a
     key only some have is neither present nor absent, which the "*" field records (OpenKeys:
     the keys it may hold, so a lookup of any other key is still decided)."""
@@ -144,7 +146,7 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
         lists = [v for v in vals if isinstance(v, Instance)]
         views = [m.fields(i) for m, i in zip(members, lists, strict=False)]
         if len({tuple(v) for v in views}) > 1 or depth <= 0:
-            return Instance(None, {LIST_UNKNOWN: Unknown(why)}, "list")
+            return Instance(None, {LIST_UNKNOWN: Unknown(why, kind=UnknownKind.JOINED)}, "list")
         return Instance(None, _join_fields(views, members, why, depth - 1), "list")
     if depth > 0 and all(
         isinstance(v, Instance) and v.cls is None and v.label in ("tuple", "dict") for v in vals
@@ -153,9 +155,9 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
         views = [m.fields(i) for m, i in zip(members, insts, strict=False)]
         label = insts[0].label
         if any(i.label != label for i in insts):
-            return Unknown(why)
+            return Unknown(why, kind=UnknownKind.JOINED)
         if label == "tuple" and len({len(v) for v in views}) > 1:
-            return Unknown(why)
+            return Unknown(why, kind=UnknownKind.JOINED)
         if label == "dict":
             return Instance(None, _join_dict(views, members, why, depth - 1), label)
         return Instance(None, _join_fields(views, members, why, depth - 1), label)
@@ -169,7 +171,7 @@ def _join(vals: list[Value | None], members: list[PathState], why: str, depth: i
             return Instance(
                 insts[0].cls, _join_fields(views, members, why, depth - 1), insts[0].label
             )
-    return Unknown(why)
+    return Unknown(why, kind=UnknownKind.JOINED)
 
 
 def _agree(a: Value | None, b: Value | None) -> bool:
@@ -244,17 +246,28 @@ class JoinMixin(EngineBase):
             return self._join_states(where, returning) + [o for o in outs if o not in returning]
         groups: dict[tuple[Any, ...], list[Outcome]] = {}
         for o in returning:
-            heap = tuple(sorted((k, tuple(sorted((n, _digest(v)) for n, v in d.items())))
-                                for k, d in o[0].heap.items()))  # fmt: skip
-            key = (tuple(id(h) for h in o[0].sinks), tuple(sorted(o[0].claims.items())), heap,
-                   _shape(o[2]))  # fmt: skip
+            heap = tuple(
+                sorted(
+                    (k, tuple(sorted((n, _digest(v)) for n, v in d.items())))
+                    for k, d in o[0].heap.items()
+                )
+            )
+            key = (
+                tuple(id(h) for h in o[0].sinks),
+                tuple(sorted(o[0].claims.items())),
+                heap,
+                _shape(o[2]),
+            )
             groups.setdefault(key, []).append(o)
         merged: list[Outcome] = []
         for members in groups.values():
             first_state, _, first_val = members[0]
             vals = [m[2] for m in members]
-            value = first_val if all(same(v, first_val) for v in vals) else join_paths_values(
-                vals, [m[0] for m in members], len(members), where)  # fmt: skip
+            value = (
+                first_val
+                if all(same(v, first_val) for v in vals)
+                else join_paths_values(vals, [m[0] for m in members], len(members), where)
+            )
             if len(members) > 1:
                 first_state.assumptions.append(f"{len(members)} paths through {where} joined")
             merged.append((first_state, "return", value))
@@ -269,8 +282,11 @@ class JoinMixin(EngineBase):
         for members in groups.values():
             vals = [m[2] for m in members]
             first_val = vals[0]
-            value = first_val if all(same(v, first_val) for v in vals) else join_paths_values(
-                vals, [m[0] for m in members], len(members), where)  # fmt: skip
+            value = (
+                first_val
+                if all(same(v, first_val) for v in vals)
+                else join_paths_values(vals, [m[0] for m in members], len(members), where)
+            )
             (state,) = merge_paths([m[0] for m in members], where, force=True)
             out.append((state, "return", value))
         return out

@@ -19,6 +19,7 @@ from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.stmts import raised_outcome
 from routescope.analysis.engine.values import (
     Unknown,
+    UnknownKind,
     Value,
 )
 
@@ -73,11 +74,12 @@ class LoopsMixin(EngineBase):
         where = f"{self.current_file()}:{node.lineno}"
         for s in live:
             s.stopped = f"loop at {where} did not finish within {self.budget.loop_limit} iterations"
-            out.append((s, "stop", Unknown(s.stopped)))
+            out.append((s, "stop", Unknown(s.stopped, kind=UnknownKind.BUDGET)))
         return out
 
-    def _iterate(self, st: PathState, body: list[ast.stmt], again: list[PathState],
-                 done: list[Outcome]) -> None:  # fmt: skip
+    def _iterate(
+        self, st: PathState, body: list[ast.stmt], again: list[PathState], done: list[Outcome]
+    ) -> None:
         """One pass of a loop body: paths that go round again, and paths that leave the loop
         (a break continues after it; return, raise and stop end it)."""
         for s, kind, val in self.exec_block(st, body):
@@ -91,7 +93,7 @@ class LoopsMixin(EngineBase):
     def _havoc_loop(self, st: PathState, node: ast.For | ast.While) -> list[Outcome]:
         """An unbounded loop: run the body once on unknowns, then forget what it assigned."""
         if isinstance(node, ast.For):
-            self.assign(st, node.target, Unknown("loop variable"))
+            self.assign(st, node.target, Unknown("loop variable", kind=UnknownKind.LOOP))
         out: list[Outcome] = []
         merged: PathState | None = None
         # lists the body changes hold an unknown number of changes after it
@@ -105,10 +107,14 @@ class LoopsMixin(EngineBase):
         if merged is not None:
             for key, obj in list(merged.heap_objs.items()):
                 if is_list(obj) and not same_view(merged.fields(obj), before.get(key, obj.fields)):
-                    merged.replace_fields(obj, {LIST_UNKNOWN: Unknown("changed in a loop")})
+                    merged.replace_fields(
+                        obj, {LIST_UNKNOWN: Unknown("changed in a loop", kind=UnknownKind.LOOP)}
+                    )
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    merged.env[sub.id] = Unknown(f"assigned in the loop at line {node.lineno}")
+                    merged.env[sub.id] = Unknown(
+                        f"assigned in the loop at line {node.lineno}", kind=UnknownKind.LOOP
+                    )
             out.append((merged, "normal", None))
         return out
 

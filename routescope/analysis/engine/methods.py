@@ -23,6 +23,7 @@ from routescope.analysis.engine.values import (
     Const,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
     describe,
 )
@@ -49,14 +50,24 @@ class DictMethod(Value):
             if args and isinstance(args[0], Instance) and args[0].label == "dict":
                 update_view(f, st.fields(args[0]))
             elif args:
-                f[LIST_UNKNOWN] = Unknown("dict updated from an unknown value")
+                f[LIST_UNKNOWN] = Unknown(
+                    "dict updated from an unknown value", kind=UnknownKind.UNSUPPORTED
+                )
             f.update({repr(k): v for k, v in kwargs.items()})
             return Const(None)
         if self.name in ("get", "pop", "setdefault") and key is not None:
             default = args[1] if len(args) > 1 else Const(None)
             if self.name == "setdefault" and key not in f:
-                f[key] = default if key_absent(f, key) else Unknown("dict of unknown contents")
-            missing = default if key_absent(f, key) else Unknown("dict of unknown contents")
+                f[key] = (
+                    default
+                    if key_absent(f, key)
+                    else Unknown("dict of unknown contents", kind=UnknownKind.UNSUPPORTED)
+                )
+            missing = (
+                default
+                if key_absent(f, key)
+                else Unknown("dict of unknown contents", kind=UnknownKind.UNSUPPORTED)
+            )
             value = f.get(key, missing)
             if self.name == "pop":
                 f.pop(key, None)
@@ -64,16 +75,20 @@ class DictMethod(Value):
         if self.name == "get" and args and not f:  # an empty dict holds no key at all
             return args[1] if len(args) > 1 else Const(None)
         if self.name in ("keys", "values", "items") and LIST_UNKNOWN in f:
-            return Unknown(f"dict.{self.name}() of a dict of unknown contents")
+            return Unknown(
+                f"dict.{self.name}() of a dict of unknown contents", kind=UnknownKind.UNSUPPORTED
+            )
         if self.name == "keys":
             return Instance(None, {str(i): key_value(k) for i, k in enumerate(f)}, "tuple")
         if self.name == "values":
             return Instance(None, {str(i): v for i, v in enumerate(f.values())}, "tuple")
         if self.name == "items":
-            pairs: dict[str, Value] = {str(i): Instance(None, {"0": key_value(k), "1": v}, "tuple")
-                     for i, (k, v) in enumerate(f.items())}  # fmt: skip
+            pairs: dict[str, Value] = {
+                str(i): Instance(None, {"0": key_value(k), "1": v}, "tuple")
+                for i, (k, v) in enumerate(f.items())
+            }
             return Instance(None, pairs, "tuple")
-        return Unknown(f"dict.{self.name}()")
+        return Unknown(f"dict.{self.name}()", kind=UnknownKind.UNSUPPORTED)
 
 
 REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module"}
@@ -96,7 +111,10 @@ class ContextVarMethod(Value):
             for got in (view.get("value"), args[0] if args else None, view.get("default")):
                 if got is not None:
                     return got
-            return Unknown(f"ContextVar {describe(view['name'])} has no value on this path")
+            return Unknown(
+                f"ContextVar {describe(view['name'])} has no value on this path",
+                kind=UnknownKind.ABSENT,
+            )
         if self.name == "set" and len(args) == 1:
             token = Instance(None, {"old": view["value"]} if "value" in view else {}, "Token")
             st.write(self.var, "value", args[0])
@@ -110,7 +128,7 @@ class ContextVarMethod(Value):
                 fields["value"] = old
             st.replace_fields(self.var, fields)
             return Const(None)
-        return Unknown(f"ContextVar.{self.name}()")
+        return Unknown(f"ContextVar.{self.name}()", kind=UnknownKind.UNSUPPORTED)
 
 
 class Register(Value):
@@ -124,10 +142,31 @@ class Register(Value):
 class SetMethod(Value):
     """A method of a tracked set: changes go to the path's own copy of its items."""
 
-    _CHANGES = frozenset({"add", "discard", "remove", "update", "clear", "difference_update",
-                          "intersection_update", "symmetric_difference_update", "pop"})  # fmt: skip
-    _READS = frozenset({"union", "intersection", "difference", "symmetric_difference",
-                        "issubset", "issuperset", "isdisjoint", "copy"})  # fmt: skip
+    _CHANGES = frozenset(
+        {
+            "add",
+            "discard",
+            "remove",
+            "update",
+            "clear",
+            "difference_update",
+            "intersection_update",
+            "symmetric_difference_update",
+            "pop",
+        }
+    )
+    _READS = frozenset(
+        {
+            "union",
+            "intersection",
+            "difference",
+            "symmetric_difference",
+            "issubset",
+            "issuperset",
+            "isdisjoint",
+            "copy",
+        }
+    )
 
     def __init__(self, target: Instance, name: str) -> None:
         super().__init__()
@@ -140,22 +179,25 @@ class SetMethod(Value):
         known = isinstance(current, Const) and all(isinstance(a, Const) for a in args)
         if name in self._READS:
             if not known:
-                return Unknown(f"set.{name}() of unknowns")
+                return Unknown(f"set.{name}() of unknowns", kind=UnknownKind.UNSUPPORTED)
             try:
                 got = getattr(current.value, name)(*(a.value for a in args))  # type: ignore[attr-defined]
             except Exception as exc:
-                return Unknown(f"set.{name}() raised {type(exc).__name__}")
+                return Unknown(f"set.{name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
             return set_of([Const(x) for x in ordered(got)]) if isinstance(got, set) else Const(got)
         if name not in self._CHANGES:
-            return Unknown(f"set.{name}()")
+            return Unknown(f"set.{name}()", kind=UnknownKind.UNSUPPORTED)
         if not known or name == "pop":
-            st.replace_fields(self.target, {LIST_UNKNOWN: Unknown(f"set.{name}() of unknowns")})
-            return Unknown(f"set.{name}()")
+            st.replace_fields(
+                self.target,
+                {LIST_UNKNOWN: Unknown(f"set.{name}() of unknowns", kind=UnknownKind.UNSUPPORTED)},
+            )
+            return Unknown(f"set.{name}()", kind=UnknownKind.UNSUPPORTED)
         members = set(current.value)  # type: ignore[attr-defined]
         try:
             getattr(members, name)(*(a.value for a in args))  # type: ignore[attr-defined]
         except Exception as exc:
-            return Unknown(f"set.{name}() raised {type(exc).__name__}")
+            return Unknown(f"set.{name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
         st.replace_fields(self.target, {repr(x): Const(x) for x in members})
         return Const(None)
 
@@ -169,8 +211,9 @@ class ListMethod(Value):
         self.target = target
         self.name = name
 
-    def call(self, eng: EngineBase, st: PathState, args: list[Value],
-             kwargs: dict[str, Value]) -> Value:  # fmt: skip
+    def call(
+        self, eng: EngineBase, st: PathState, args: list[Value], kwargs: dict[str, Value]
+    ) -> Value:
         name = self.name
         items = seq_items(st, self.target)
 
@@ -179,7 +222,7 @@ class ListMethod(Value):
                 self.target,
                 {str(i): v for i, v in enumerate(new)}
                 if new is not None
-                else {LIST_UNKNOWN: Unknown(why or f"list.{name}()")},
+                else {LIST_UNKNOWN: Unknown(why or f"list.{name}()", kind=UnknownKind.UNSUPPORTED)},
             )
 
         if name == "clear" and not args:
@@ -191,22 +234,32 @@ class ListMethod(Value):
             result = self._change(eng, st, items, args, kwargs)
             if result is None:
                 store(None)
-                return Unknown(f"list.{name}() of unknown contents")
+                return Unknown(f"list.{name}() of unknown contents", kind=UnknownKind.UNSUPPORTED)
             new, value = result
             store(new)
             return value
         if name in ("index", "count") and len(args) == 1 and items is not None:
             hits = [eng.compare(ast.Eq(), snapshot(st, v), snapshot(st, args[0])) for v in items]
             if not all(isinstance(h, Const) for h in hits):
-                return Unknown(f"list.{name}() of unknowns")
+                return Unknown(f"list.{name}() of unknowns", kind=UnknownKind.UNSUPPORTED)
             flags = [bool(h.value) for h in hits]  # type: ignore[attr-defined]
             if name == "count":
                 return Const(sum(flags))
-            return Const(flags.index(True)) if True in flags else Unknown("list.index() raised")
-        return Unknown(f"list.{name}()")
+            return (
+                Const(flags.index(True))
+                if True in flags
+                else Unknown("list.index() raised", kind=UnknownKind.RAISED)
+            )
+        return Unknown(f"list.{name}()", kind=UnknownKind.UNSUPPORTED)
 
-    def _change(self, eng: EngineBase, st: PathState, items: list[Value] | None, args: list[Value],
-                kwargs: dict[str, Value]) -> tuple[list[Value], Value] | None:  # fmt: skip
+    def _change(
+        self,
+        eng: EngineBase,
+        st: PathState,
+        items: list[Value] | None,
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> tuple[list[Value], Value] | None:
         """The new items and the call's value; None when the contents are no longer known."""
         name = self.name
         if items is None:
@@ -272,7 +325,7 @@ class ConfigToDict(Value):
 def config_dict(st: PathState, config: Instance, depth: int) -> Value:
     """PretrainedConfig.to_dict(): its attributes as a dict, sub-configs as dicts."""
     if depth <= 0:
-        return Unknown("to_dict() of a deeply nested config")
+        return Unknown("to_dict() of a deeply nested config", kind=UnknownKind.BUDGET)
     fields: dict[str, Value] = {}
     for k, v in st.fields(config).items():
         if isinstance(v, Instance) and v.cls is None and v.label == "config":

@@ -31,6 +31,7 @@ from routescope.analysis.engine.values import (
     ModuleVal,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
 )
 from routescope.analysis.library import records
@@ -40,11 +41,28 @@ from routescope.analysis.library.builtins import (
 )
 
 _BUILTINS = builtin_names() | {
-    "None", "True", "False", "Exception", "ImportError", "ModuleNotFoundError", "ValueError",
-    "RuntimeError", "AssertionError", "KeyError", "TypeError", "AttributeError",
-    "NotImplementedError", "property", "staticmethod", "classmethod", "NotImplemented", "OSError",
-    "__name__", "vars", "issubclass",
-}  # fmt: skip
+    "None",
+    "True",
+    "False",
+    "Exception",
+    "ImportError",
+    "ModuleNotFoundError",
+    "ValueError",
+    "RuntimeError",
+    "AssertionError",
+    "KeyError",
+    "TypeError",
+    "AttributeError",
+    "NotImplementedError",
+    "property",
+    "staticmethod",
+    "classmethod",
+    "NotImplemented",
+    "OSError",
+    "__name__",
+    "vars",
+    "issubclass",
+}
 
 
 MODULE_BASES = records.MODULE_BASES
@@ -67,7 +85,7 @@ class ObjectsMixin(EngineBase):
             return External(name)
         if self.ctx and self.ctx[-1].module.name in self.loading:
             return LazyName(self, self.ctx[-1].module.name, name)
-        return Unknown(f"name {name} is not defined")
+        return Unknown(f"name {name} is not defined", kind=UnknownKind.ABSENT)
 
     def _closure(self) -> dict[str, Value] | None:
         return getattr(self, "_closure_env", None)
@@ -87,7 +105,9 @@ class ObjectsMixin(EngineBase):
             found = obj.cls.lookup(name) if obj.cls else None
             if isinstance(found, FunctionVal):
                 return [(st, found.bind(obj.receiver))]
-            return [(st, found or Unknown(f"super() has no attribute {name}"))]
+            return [
+                (st, found or Unknown(f"super() has no attribute {name}", kind=UnknownKind.ABSENT))
+            ]
         if isinstance(obj, Instance) and obj.label == "dict" and obj.cls is None:
             return [(st, DictMethod(obj, name))]
         if isinstance(obj, Instance) and is_list(obj):
@@ -130,14 +150,15 @@ class ObjectsMixin(EngineBase):
                         (
                             st,
                             Unknown(
-                                f"{obj.label or obj.cls.qualname}.{name} (from an external base)"
+                                f"{obj.label or obj.cls.qualname}.{name} (from an external base)",
+                                kind=UnknownKind.OPAQUE,
                             ),
                         )
                     ]
             if obj.label == "config" and obj.cls is None and name == "to_dict":
                 return [(st, ConfigToDict(obj))]  # PretrainedConfig.to_dict()
             label = obj.label or (obj.cls.qualname if obj.cls else "object")
-            return [(st, Unknown(f"{label} has no attribute {name}"))]
+            return [(st, Unknown(f"{label} has no attribute {name}", kind=UnknownKind.ABSENT))]
         if isinstance(obj, ClassVal):
             found = obj.lookup(name)
             if isinstance(found, FunctionVal) and "classmethod" in found.decorators:
@@ -156,7 +177,14 @@ class ObjectsMixin(EngineBase):
                 return [(st, Const(obj.qualname.split(":")[-1]))]
             if name == "__mro__":
                 return [(st, Instance(None, {str(i): c for i, c in enumerate(obj.mro())}, "tuple"))]
-            return [(st, Unknown(f"class {obj.qualname} has no attribute {name}"))]
+            return [
+                (
+                    st,
+                    Unknown(
+                        f"class {obj.qualname} has no attribute {name}", kind=UnknownKind.ABSENT
+                    ),
+                )
+            ]
         if isinstance(obj, EnumMember):
             if name == "name":
                 return [(st, Const(obj.name))]
@@ -165,7 +193,7 @@ class ObjectsMixin(EngineBase):
             found = obj.cls.lookup(name)
             if isinstance(found, FunctionVal):
                 return [(st, found.bind(obj))]
-            return [(st, found or Unknown(f"enum member has no {name}"))]
+            return [(st, found or Unknown(f"enum member has no {name}", kind=UnknownKind.ABSENT))]
         if isinstance(obj, Tensor):
             if name == "shape" and obj.shape is not None:
                 return [(st, Instance(None, {str(i): v for i, v in enumerate(obj.shape)}, "tuple"))]
@@ -184,9 +212,10 @@ class ObjectsMixin(EngineBase):
                 return [(st, Const(qual.rsplit(".", 1)[-1]))]
             if name == "__module__":
                 return [(st, Const(obj.qualname.split(":")[0]))]
-            return [(st, Unknown(f"attribute {name} of function"))]
-        reason = obj.reason if isinstance(obj, Unknown) else f"attribute of {type(obj).__name__}"
-        return [(st, Unknown(reason, obj.origins))]
+            return [(st, Unknown(f"attribute {name} of function", kind=UnknownKind.OPAQUE))]
+        if isinstance(obj, Unknown):  # an attribute of an unknown value: as unknown
+            return [(st, Unknown(obj.reason, obj.origins, kind=obj.kind))]
+        return [(st, Unknown(f"attribute of {type(obj).__name__}", kind=UnknownKind.UNSUPPORTED))]
 
     def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None:
         obj = self.resolved(obj)
@@ -202,10 +231,10 @@ class ObjectsMixin(EngineBase):
     def super_proxy(self) -> Value:
         frame_self = getattr(self, "_self_stack", [])
         if not frame_self:
-            return Unknown("super() outside a method")
+            return Unknown("super() outside a method", kind=UnknownKind.UNSUPPORTED)
         receiver, owner = frame_self[-1]
         if owner is None:
-            return Unknown("super() without a class")
+            return Unknown("super() without a class", kind=UnknownKind.UNSUPPORTED)
         mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
         rest = mro[mro.index(owner) + 1 :] if owner in mro else []
         proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.containers import (
@@ -28,6 +28,7 @@ from routescope.analysis.engine.values import (
     ModuleVal,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
     describe,
     merge_origins,
@@ -38,20 +39,39 @@ from routescope.analysis.library.builtins import (
 )
 
 BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-    ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
-    ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-}  # fmt: skip
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+}
 CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
-}  # fmt: skip
+}
 
 
-_FLIPPED: dict[type, type] = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE,
-                              ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}  # fmt: skip
+_FLIPPED: dict[type, type] = {
+    ast.Lt: ast.Gt,
+    ast.Gt: ast.Lt,
+    ast.LtE: ast.GtE,
+    ast.GtE: ast.LtE,
+    ast.Eq: ast.Eq,
+    ast.NotEq: ast.NotEq,
+}
 
 
 def record_eq(st: PathState, a: Value, b: Value, depth: int) -> bool | None:
@@ -90,8 +110,11 @@ def bounded_compare(op: ast.cmpop, a: Value, b: Value) -> Value | None:
     """`x OP c` for x known to be at least `low`: decided when every such x answers alike."""
     if isinstance(b, AtLeast) and not isinstance(a, AtLeast) and type(op) in _FLIPPED:
         return bounded_compare(_FLIPPED[type(op)](), b, a)
-    if not (isinstance(a, AtLeast) and isinstance(b, Const)) or isinstance(b.value, bool) \
-            or not isinstance(b.value, (int, float)):  # fmt: skip
+    if (
+        not (isinstance(a, AtLeast) and isinstance(b, Const))
+        or isinstance(b.value, bool)
+        or not isinstance(b.value, (int, float))
+    ):
         return None
     c, low = b.value, a.low
     known: dict[type, bool | None] = {
@@ -126,8 +149,14 @@ class OperatorsMixin(EngineBase):
                     break
                 if not isinstance(r, Const):
                     result = r
-            out.append((s, result if isinstance(result, Unknown) else
-                        Const(result.value, merge_origins(*vals))))  # type: ignore[attr-defined]  # fmt: skip
+            out.append(
+                (
+                    s,
+                    result
+                    if isinstance(result, Unknown)
+                    else Const(cast(Const, result).value, merge_origins(*vals)),
+                )
+            )
         return out
 
     def compare(self, op: ast.cmpop, a: Value, b: Value) -> Value:
@@ -145,8 +174,12 @@ class OperatorsMixin(EngineBase):
             same = self.identical(a, b)
             if same is not None:
                 return Const(same == isinstance(op, ast.Eq))
-        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(a, Instance) and \
-                a.label == SENTINEL and isinstance(b, Const):  # fmt: skip
+        if (
+            isinstance(op, (ast.In, ast.NotIn))
+            and isinstance(a, Instance)
+            and a.label == SENTINEL
+            and isinstance(b, Const)
+        ):
             return Const(isinstance(op, ast.NotIn))  # no constant holds a fresh object()
         if isinstance(a, EnumMember) and isinstance(b, EnumMember):
             eq = a.cls is b.cls and a.name == b.name
@@ -171,7 +204,7 @@ class OperatorsMixin(EngineBase):
                 return Const(isinstance(op, ast.NotEq))
             if all(isinstance(h, Const) for h in hits):
                 return Const(isinstance(op, ast.Eq))
-            return Unknown("compare of containers with unknown items")
+            return Unknown("compare of containers with unknown items", kind=UnknownKind.UNSUPPORTED)
         dtypes = torch_dtype(a), torch_dtype(b)
         if dtypes[0] and dtypes[1] and isinstance(op, (ast.Eq, ast.NotEq)):
             return Const((dtypes[0] == dtypes[1]) == isinstance(op, ast.Eq), merge_origins(a, b))
@@ -187,8 +220,10 @@ class OperatorsMixin(EngineBase):
             and (a.value in self.facts.env or self.facts.env_unset_means_absent)
         ):
             found = a.value in self.facts.env
-            return Const(found if isinstance(op, ast.In) else not found, (f"env {a.value} "
-                         + ("given" if found else "unset (assumed)"),))  # fmt: skip
+            return Const(
+                found if isinstance(op, ast.In) else not found,
+                (f"env {a.value} " + ("given" if found else "unset (assumed)"),),
+            )
         if (
             isinstance(op, (ast.In, ast.NotIn))
             and isinstance(b, Instance)
@@ -197,8 +232,7 @@ class OperatorsMixin(EngineBase):
             if isinstance(a, Const) and b.label == "dict":
                 found = repr(a.value) in b.fields
                 if not found and not key_absent(b.fields, repr(a.value)):
-                    return unknown_from("key of a dict of unknown contents",
-                                         b.fields[LIST_UNKNOWN])  # fmt: skip
+                    return unknown_from("key of a dict of unknown contents", b.fields[LIST_UNKNOWN])
                 return Const(found if isinstance(op, ast.In) else not found)
             hits = [self.compare(ast.Eq(), a, v) for v in b.fields.values()]
             if any(isinstance(h, Const) and h.value for h in hits):
@@ -210,7 +244,7 @@ class OperatorsMixin(EngineBase):
             try:
                 return Const(bool(fn(a.value, b.value)), merge_origins(a, b))
             except Exception:
-                return Unknown("comparison raised")
+                return Unknown("comparison raised", kind=UnknownKind.RAISED)
         if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(
             a, (FunctionVal, ClassVal, ModuleVal)
         ):

@@ -53,8 +53,15 @@ class SinksMixin(EngineBase):
             return None
         return (self.current_function(), self.current_file(), getattr(node, "lineno", 0))
 
-    def hit_sink(self, st: PathState, name: str, rule: SinkRule, node: ast.AST | None,
-                  args: list[Value], kwargs: dict[str, Value]) -> Tensor:  # fmt: skip
+    def hit_sink(
+        self,
+        st: PathState,
+        name: str,
+        rule: SinkRule,
+        node: ast.AST | None,
+        args: list[Value],
+        kwargs: dict[str, Value],
+    ) -> Tensor:
         """A routing-capable kernel was called. Its output belongs to whichever sink produced its
         tensor inputs (post-processing of routed ids), else it is itself the producer; tensors it
         receives that no sink wrote yet are its outputs written in place."""
@@ -62,10 +69,20 @@ class SinksMixin(EngineBase):
         inherited = producer_of(inputs, st.claims)
         if inherited is not None:
             return Tensor(producer=inherited)
-        shown = tuple((k, describe(v := self.resolved(kwargs[k])), v.origins)
-                      for k in rule.args if k in kwargs)  # fmt: skip
-        hit = SinkHit(name, rule.kind, self.current_file(), getattr(node, "lineno", 0),
-                      self.current_function(), rule.id, shown)  # fmt: skip
+        shown = tuple(
+            (k, describe(v := self.resolved(kwargs[k])), v.origins)
+            for k in rule.args
+            if k in kwargs
+        )
+        hit = SinkHit(
+            name,
+            rule.kind,
+            self.current_file(),
+            getattr(node, "lineno", 0),
+            self.current_function(),
+            rule.id,
+            shown,
+        )
         st.sinks.append(hit)
         for t in tensors_in(inputs):
             if t.producer is None and id(t) not in st.claims:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.engine.values import Instance, Value
+from routescope.analysis.engine.values import Instance, UnknownKind, Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,8 @@ class Decision:
     value: bool | None  # None: undecided, the path forked here
     inputs: tuple[Input, ...] = ()
     parts: tuple[Part, ...] = ()
-    reason: str = ""  # why it is undecided
+    reason: str = ""  # why it is undecided, in words
+    kind: UnknownKind | None = None  # why it is undecided: the kind of the unknown that decided
 
 
 @dataclass(frozen=True, slots=True)

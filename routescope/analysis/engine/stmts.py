@@ -23,6 +23,7 @@ from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
 )
 
@@ -41,7 +42,7 @@ class StmtMixin(EngineBase):
                     continue
                 for s2, kind, val in self.exec_stmt(s, stmt):
                     if s2.stopped and kind != "stop":
-                        done.append((s2, "stop", Unknown(s2.stopped)))
+                        done.append((s2, "stop", Unknown(s2.stopped, kind=UnknownKind.BUDGET)))
                     elif kind == "normal":
                         nxt.append(s2)
                     else:
@@ -63,9 +64,14 @@ class StmtMixin(EngineBase):
         if method is None:
             return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track
         result: list[Outcome] = method(st, node)
-        return [raised_outcome(s) if s.raising is not None
-                else yielded_outcome(s) if s.yielded is not None
-                else (s, k, v) for s, k, v in result]  # fmt: skip
+        return [
+            raised_outcome(s)
+            if s.raising is not None
+            else yielded_outcome(s)
+            if s.yielded is not None
+            else (s, k, v)
+            for s, k, v in result
+        ]
 
     def ex_Expr(self, st: PathState, node: ast.Expr) -> list[Outcome]:
         return [(s, "normal", None) for s, _ in self.ev(st, node.value)]
@@ -133,7 +139,9 @@ class StmtMixin(EngineBase):
         elif isinstance(target, ast.Subscript):
             self._assign_item(st, target, v)  # container writes: tracked for lists and dicts
         elif isinstance(target, ast.Starred):
-            self.assign(st, target.value, Unknown("starred assignment"))
+            self.assign(
+                st, target.value, Unknown("starred assignment", kind=UnknownKind.UNSUPPORTED)
+            )
 
     def _written_at(self, node: ast.stmt, v: Value) -> Value:
         """A literal assigned (`self.moe_runner_backend = "flashinfer_trtllm"`,
@@ -153,7 +161,13 @@ class StmtMixin(EngineBase):
                 if isinstance(idx, Const):
                     st.write(obj, repr(idx.value), v)
                 else:
-                    st.write(obj, LIST_UNKNOWN, Unknown("dict item written with an unknown key"))
+                    st.write(
+                        obj,
+                        LIST_UNKNOWN,
+                        Unknown(
+                            "dict item written with an unknown key", kind=UnknownKind.UNSUPPORTED
+                        ),
+                    )
                 continue
             if not is_list(obj):
                 continue
@@ -170,7 +184,9 @@ class StmtMixin(EngineBase):
                 items[idx.value] = v
                 st.replace_fields(obj, {str(i): x for i, x in enumerate(items)})
             else:
-                st.replace_fields(obj, {LIST_UNKNOWN: Unknown("list item written")})
+                st.replace_fields(
+                    obj, {LIST_UNKNOWN: Unknown("list item written", kind=UnknownKind.UNSUPPORTED)}
+                )
 
     def ex_If(self, st: PathState, node: ast.If) -> list[Outcome]:
         out: list[Outcome] = []
@@ -185,7 +201,7 @@ class StmtMixin(EngineBase):
 
     def ex_Raise(self, st: PathState, node: ast.Raise) -> list[Outcome]:
         if node.exc is None:
-            return [(st, "raise", Unknown("re-raise"))]
+            return [(st, "raise", Unknown("re-raise", kind=UnknownKind.RAISED))]
         return [(s, "raise", v) for s, v in self.ev(st, node.exc)]
 
     def ex_Assert(self, st: PathState, node: ast.Assert) -> list[Outcome]:
@@ -214,7 +230,7 @@ class StmtMixin(EngineBase):
                     if m is False:
                         continue
                     if h.name:
-                        s.env[h.name] = val or Unknown("exception")
+                        s.env[h.name] = val or Unknown("exception", kind=UnknownKind.RAISED)
                     out.extend(self.exec_block(s, h.body))
                     handled = True
                     break
@@ -287,6 +303,4 @@ def as_load(target: ast.expr) -> ast.expr:
 def unpacked(v: Value) -> Value:
     if isinstance(v, Tensor):
         return Tensor(producer=v.producer, made_at=v.made_at)  # weights, ids = kernel(...)
-    if isinstance(v, Unknown) and "tensor" in v.reason:
-        return Tensor()
-    return Unknown("unpacked from an unknown value")
+    return Unknown("unpacked from an unknown value", kind=UnknownKind.UNSUPPORTED)

@@ -14,14 +14,38 @@ from routescope.analysis.engine.values import (
 
 # torch's dtypes: one object each, several names for some (torch.float is torch.float32).
 _DTYPE_ALIASES = {
-    "float": "float32", "double": "float64", "half": "float16", "cfloat": "complex64",
-    "cdouble": "complex128", "long": "int64", "int": "int32", "short": "int16",
-}  # fmt: skip
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "cfloat": "complex64",
+    "cdouble": "complex128",
+    "long": "int64",
+    "int": "int32",
+    "short": "int16",
+}
 _DTYPES = {
-    "float32", "float64", "float16", "bfloat16", "complex64", "complex128", "int64", "int32",
-    "int16", "int8", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-    "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32", "uint64",
-}  # fmt: skip
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "complex64",
+    "complex128",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e4m3fnuz",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn_x2",
+    "uint16",
+    "uint32",
+    "uint64",
+}
 
 
 def torch_dtype(v: Value) -> str | None:
@@ -57,8 +81,13 @@ SAME_DTYPE = {
     "masked_fill",
 }
 SAME_SHAPE = SAME_DTYPE | {"float", "half", "bfloat16", "to", "type_as", "int", "long"}
-METHOD_DTYPES = {"float": "torch.float32", "half": "torch.float16", "bfloat16":
-                  "torch.bfloat16", "int": "torch.int32", "long": "torch.int64"}  # fmt: skip
+METHOD_DTYPES = {
+    "float": "torch.float32",
+    "half": "torch.float16",
+    "bfloat16": "torch.bfloat16",
+    "int": "torch.int32",
+    "long": "torch.int64",
+}
 PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "nn.Parameter"}
 # torch factories whose first arguments are the shape (torch.full: then the fill value)
 FACTORIES = {f"torch.{n}" for n in ("empty", "zeros", "ones", "full", "rand", "randn")}
@@ -102,9 +131,16 @@ def torch_dtype_name(v: Value) -> str | None:
     return v.name if isinstance(v, External) and v.name.startswith("torch.") else None
 
 
-NON_TENSOR_TORCH = ("torch.cuda.", "torch._C.", "torch.version", "torch.backends.",
-                     "torch.distributed.", "torch.compiler.", "torch._dynamo.",
-                     "torch.library.")  # fmt: skip
+NON_TENSOR_TORCH = (
+    "torch.cuda.",
+    "torch._C.",
+    "torch.version",
+    "torch.backends.",
+    "torch.distributed.",
+    "torch.compiler.",
+    "torch._dynamo.",
+    "torch.library.",
+)
 
 
 class TensorMethod(Value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,19 +43,38 @@ class Const(Value):
         return f"Const({self.value!r})"
 
 
+class UnknownKind(enum.Enum):
+    """Why a value is unknown. Decisions read the kind, never the wording of the reason."""
+
+    INPUT = "input"  # a fact the deployment does not give (an env var, an argument, a config key)
+    OPAQUE = "opaque"  # the result of code routescope does not read or model
+    UNSUPPORTED = "unsupported"  # a construct the engine does not evaluate exactly
+    JOINED = "joined"  # paths that disagree on it were joined: a consequence of an earlier fork
+    LOOP = "loop"  # written by a loop whose trip count is not known
+    BUDGET = "budget"  # a budget ended its evaluation
+    ABSENT = "absent"  # a lookup Python answers with AttributeError / NameError (not there)
+    RAISED = "raised"  # the value of an expression whose evaluation raised
+
+
 class Unknown(Value):
-    """A value the facts cannot decide, with the reason (shown when it decides a branch).
+    """A value the facts cannot decide: why (its kind), in words (shown when it decides a
+    branch), and the facts it came from.
 
     `truthy` is set when only the truthiness is known (an f-string with literal text)."""
 
-    __slots__ = ("reason", "truthy")
+    __slots__ = ("kind", "reason", "truthy")
 
     def __init__(
-        self, reason: str, origins: tuple[str, ...] = (), truthy: bool | None = None
+        self,
+        reason: str,
+        origins: tuple[str, ...] = (),
+        truthy: bool | None = None,
+        kind: UnknownKind = UnknownKind.OPAQUE,
     ) -> None:
         super().__init__(origins)
         self.reason = reason
         self.truthy = truthy
+        self.kind = kind
 
     def __repr__(self) -> str:
         return f"Unknown({self.reason!r})"
@@ -67,7 +87,7 @@ class AtLeast(Unknown):
     __slots__ = ("low",)
 
     def __init__(self, low: int, reason: str, origins: tuple[str, ...] = ()) -> None:
-        super().__init__(reason, origins, truthy=True if low > 0 else None)
+        super().__init__(reason, origins, True if low > 0 else None, UnknownKind.INPUT)
         self.low = low
 
 
@@ -79,7 +99,7 @@ class OpenKeys(Unknown):
     __slots__ = ("keys",)
 
     def __init__(self, keys: frozenset[str], reason: str) -> None:
-        super().__init__(reason)
+        super().__init__(reason, kind=UnknownKind.JOINED)
         self.keys = keys
 
 
@@ -92,7 +112,8 @@ def rest_of_dicts(rests: list[Value | None]) -> Value | None:
     reason = present[0].reason if isinstance(present[0], Unknown) else "dict of unknown contents"
     if all(isinstance(r, OpenKeys) for r in present):
         return OpenKeys(frozenset().union(*(r.keys for r in present)), reason)  # type: ignore[attr-defined]
-    return Unknown(reason)
+    first = present[0]
+    return Unknown(reason, kind=first.kind if isinstance(first, Unknown) else UnknownKind.OPAQUE)
 
 
 class Tensor(Value):
@@ -101,9 +122,14 @@ class Tensor(Value):
 
     __slots__ = ("contiguous", "dtype", "made_at", "producer", "shape")
 
-    def __init__(self, shape: tuple[Value, ...] | None = None, dtype: str | None = None,
-                 producer: Any = None, made_at: Any = None,
-                 contiguous: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        shape: tuple[Value, ...] | None = None,
+        dtype: str | None = None,
+        producer: Any = None,
+        made_at: Any = None,
+        contiguous: bool = False,
+    ) -> None:
         super().__init__()
         self.shape = shape
         self.dtype = dtype
@@ -165,9 +191,15 @@ class FunctionVal(Value):
 
     def bind(self, receiver: Value) -> FunctionVal:
         return FunctionVal(
-            self.qualname, self.node, self.module, self.decorators, receiver, self.owner,
-            self.closure, self.defaults,
-        )  # fmt: skip
+            self.qualname,
+            self.node,
+            self.module,
+            self.decorators,
+            receiver,
+            self.owner,
+            self.closure,
+            self.defaults,
+        )
 
 
 @dataclass(eq=False)
@@ -292,5 +324,5 @@ def merge_origins(*vals: Value) -> tuple[str, ...]:
 def unknown_from(reason: str, *vals: Value) -> Unknown:
     unknowns = [v for v in vals if isinstance(v, Unknown)]
     if unknowns:
-        return Unknown(unknowns[0].reason, merge_origins(*vals))
-    return Unknown(reason, merge_origins(*vals))
+        return Unknown(unknowns[0].reason, merge_origins(*vals), kind=unknowns[0].kind)
+    return Unknown(reason, merge_origins(*vals), kind=UnknownKind.UNSUPPORTED)

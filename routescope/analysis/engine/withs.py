@@ -13,6 +13,7 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
 )
 
@@ -25,8 +26,9 @@ class WithMixin(EngineBase):
 
     ex_AsyncWith = ex_With
 
-    def _with_items(self, st: PathState, items: list[ast.withitem],
-                    body: list[ast.stmt]) -> list[Outcome]:  # fmt: skip
+    def _with_items(
+        self, st: PathState, items: list[ast.withitem], body: list[ast.stmt]
+    ) -> list[Outcome]:
         """`with a, b: body` as `with a: with b: body`. A @contextmanager generator runs up
         to its yield on entry; what it changed on objects is put back on exit (the save and
         restore such managers do; the code after the yield itself is not run)."""
@@ -40,7 +42,11 @@ class WithMixin(EngineBase):
                 continue
             if not isinstance(v, ContextManager):
                 if item.optional_vars is not None:
-                    self.assign(s, item.optional_vars, Unknown("context manager value"))
+                    self.assign(
+                        s,
+                        item.optional_vars,
+                        Unknown("context manager value", kind=UnknownKind.OPAQUE),
+                    )
                 out.extend(self._with_items(s, rest, body))
                 continue
             for s2, kind, val, saved in self._enter(s, v, item.context_expr):
@@ -54,8 +60,9 @@ class WithMixin(EngineBase):
                     out.append((s3, k3, v3))
         return out
 
-    def _enter(self, st: PathState, cm: ContextManager, node: ast.AST
-               ) -> list[tuple[PathState, str, Value | None, Saved]]:  # fmt: skip
+    def _enter(
+        self, st: PathState, cm: ContextManager, node: ast.AST
+    ) -> list[tuple[PathState, str, Value | None, Saved]]:
         before = dict(st.heap)
         self.entering.append(len(st.frames) + 1)
         try:
@@ -86,8 +93,9 @@ class ContextManager(Value):
 ABSENT_FIELD = object()
 
 
-def changed_since(before: dict[int, dict[str, Value]],
-                   st: PathState) -> list[tuple[Instance, dict[str, Any]]]:  # fmt: skip
+def changed_since(
+    before: dict[int, dict[str, Value]], st: PathState
+) -> list[tuple[Instance, dict[str, Any]]]:
     """The object fields `st` wrote since `before` (a heap snapshot), with their old values."""
     out = []
     for key, fields in st.heap.items():
@@ -96,8 +104,11 @@ def changed_since(before: dict[int, dict[str, Value]],
             continue
         obj = st.heap_objs[key]
         base = prev if prev is not None else obj.fields
-        old = {n: base.get(n, ABSENT_FIELD) for n in {*fields, *base}
-               if fields.get(n, ABSENT_FIELD) is not base.get(n, ABSENT_FIELD)}  # fmt: skip
+        old = {
+            n: base.get(n, ABSENT_FIELD)
+            for n in {*fields, *base}
+            if fields.get(n, ABSENT_FIELD) is not base.get(n, ABSENT_FIELD)
+        }
         if old:
             out.append((obj, old))
     return out

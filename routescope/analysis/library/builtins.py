@@ -19,27 +19,70 @@ from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
-)  # fmt: skip
+)
 
 _PURE: dict[str, Callable[..., Any]] = {
-    "len": len, "int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
-    "list": list, "min": min, "max": max, "abs": abs, "any": any, "all": all, "sorted": sorted,
-    "round": round, "divmod": divmod, "sum": sum, "range": range, "set": set,
-    "frozenset": frozenset, "reversed": reversed, "enumerate": enumerate, "zip": zip,
-    "math.log2": math.log2, "math.ceil": math.ceil, "math.floor": math.floor,
-    "math.sqrt": math.sqrt, "math.log": math.log, "math.isclose": math.isclose,
-    "math.prod": math.prod, "math.gcd": math.gcd,
-    "os.path.join": posixpath.join, "os.path.basename": posixpath.basename,
-    "os.path.dirname": posixpath.dirname, "os.path.splitext": posixpath.splitext,
-    "os.path.normpath": posixpath.normpath, "os.fspath": str,
+    "len": len,
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "tuple": tuple,
+    "list": list,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "any": any,
+    "all": all,
+    "sorted": sorted,
+    "round": round,
+    "divmod": divmod,
+    "sum": sum,
+    "range": range,
+    "set": set,
+    "frozenset": frozenset,
+    "reversed": reversed,
+    "enumerate": enumerate,
+    "zip": zip,
+    "math.log2": math.log2,
+    "math.ceil": math.ceil,
+    "math.floor": math.floor,
+    "math.sqrt": math.sqrt,
+    "math.log": math.log,
+    "math.isclose": math.isclose,
+    "math.prod": math.prod,
+    "math.gcd": math.gcd,
+    "os.path.join": posixpath.join,
+    "os.path.basename": posixpath.basename,
+    "os.path.dirname": posixpath.dirname,
+    "os.path.splitext": posixpath.splitext,
+    "os.path.normpath": posixpath.normpath,
+    "os.fspath": str,
     # triton's host-side integer helpers (kernel launch geometry)
     "triton.next_power_of_2": lambda n: 1 << (n - 1).bit_length() if n > 0 else 1,
     "triton.cdiv": lambda a, b: -(-a // b),
-}  # fmt: skip
+}
 _SAFE_METHODS = {
-    str: {"split", "startswith", "endswith", "lower", "upper", "strip", "replace", "rstrip",
-          "lstrip", "partition", "rpartition", "isdigit", "join", "format", "find", "count"},
+    str: {
+        "split",
+        "startswith",
+        "endswith",
+        "lower",
+        "upper",
+        "strip",
+        "replace",
+        "rstrip",
+        "lstrip",
+        "partition",
+        "rpartition",
+        "isdigit",
+        "join",
+        "format",
+        "find",
+        "count",
+    },
     dict: {"get", "keys", "values", "items"},
     list: {"index", "count"},
     tuple: {"index", "count"},
@@ -49,9 +92,20 @@ _SAFE_METHODS = {
     re.Match: {"group", "groups", "start", "end", "span", "groupdict"},
     # pure path arithmetic; the filesystem queries (exists, is_file, is_dir, glob) go to the
     # engine
-    PurePosixPath: {"joinpath", "with_suffix", "with_name", "is_absolute", "as_posix",
-                    "relative_to", "match", "exists", "is_file", "is_dir", "glob"},
-}  # fmt: skip
+    PurePosixPath: {
+        "joinpath",
+        "with_suffix",
+        "with_name",
+        "is_absolute",
+        "as_posix",
+        "relative_to",
+        "match",
+        "exists",
+        "is_file",
+        "is_dir",
+        "glob",
+    },
+}
 _PATH_ATTRS = {"name", "suffix", "suffixes", "stem", "parent", "parts", "anchor"}
 _MISSING = object()
 SENTINEL = "object()"
@@ -95,8 +149,8 @@ def const_attribute(v: Const, name: str) -> Value:
     if name in ("real", "imag") and isinstance(v.value, (int, float)):
         return Const(getattr(v.value, name), v.origins)
     if not hasattr(v.value, name):  # a constant is a real Python value: this is exact
-        return Unknown(f"{type(v.value).__name__} has no attribute {name}")
-    return Unknown(f"attribute {name} of {type(v.value).__name__}")
+        return Unknown(f"{type(v.value).__name__} has no attribute {name}", kind=UnknownKind.ABSENT)
+    return Unknown(f"attribute {name} of {type(v.value).__name__}", kind=UnknownKind.OPAQUE)
 
 
 def _origins(vals: list[Value]) -> tuple[str, ...]:
@@ -108,7 +162,7 @@ def _origins(vals: list[Value]) -> tuple[str, ...]:
 
 def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]) -> Value:
     if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):
-        return Unknown(f"{fn.name}() of unknown arguments")
+        return Unknown(f"{fn.name}() of unknown arguments", kind=UnknownKind.UNSUPPORTED)
     try:
         result = getattr(fn.target.value, fn.name)(
             # "".join(a_set) joins in one order; other methods take their arguments as given
@@ -116,12 +170,12 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
             **{k: a.value for k, a in kwargs.items()},  # type: ignore[attr-defined]
         )
     except Exception as exc:
-        return Unknown(f"{fn.name}() raised {type(exc).__name__}")
+        return Unknown(f"{fn.name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
     if not isinstance(result, (str, int, float, bool, tuple, list, type(None), PurePosixPath)):
         try:
             result = list(result)
         except TypeError:
-            return Unknown(f"{fn.name}() result")
+            return Unknown(f"{fn.name}() result", kind=UnknownKind.UNSUPPORTED)
     return Const(result, _origins([fn.target, *args]))
 
 
@@ -129,8 +183,24 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
     """The value of builtin `name` on these arguments, or None when it is not a builtin here."""
     if name == "isinstance" and len(args) == 2:
         return _isinstance(args[0], args[1])
-    if name in ("hasattr", "callable", "id", "print", "type", "getattr", "setattr", "super",
-                "map", "filter", "iter", "next", "repr", "hash", "object", "dict"):  # fmt: skip
+    if name in (
+        "hasattr",
+        "callable",
+        "id",
+        "print",
+        "type",
+        "getattr",
+        "setattr",
+        "super",
+        "map",
+        "filter",
+        "iter",
+        "next",
+        "repr",
+        "hash",
+        "object",
+        "dict",
+    ):
         return _special(name, args, kwargs)
     fn = _PURE.get(name)
     if fn is None:
@@ -145,8 +215,10 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
         return Const(len(args[0].fields))
     if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):
         if name in ("int", "float", "bool", "str") and args and isinstance(args[0], Tensor):
-            return Unknown(f"{name}() of a tensor (a host sync)")
-        return Unknown(f"{name}() of unknown arguments", _origins(args))
+            return Unknown(f"{name}() of a tensor (a host sync)", kind=UnknownKind.UNSUPPORTED)
+        return Unknown(
+            f"{name}() of unknown arguments", _origins(args), kind=UnknownKind.UNSUPPORTED
+        )
     values = [a.value for a in args]  # type: ignore[attr-defined]
     if name in _ORDER_SENSITIVE:
         values = [ordered(v) for v in values]
@@ -155,7 +227,7 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
     try:
         result = fn(*values, **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
     except Exception as exc:
-        return Unknown(f"{name}() raised {type(exc).__name__}")
+        return Unknown(f"{name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
     if isinstance(result, (range, zip, enumerate, map, filter, reversed)) or type(
         result
     ).__name__.endswith("iterator"):
@@ -176,14 +248,14 @@ def _special(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
         return Const(None)
     if name == "object" and not args and not kwargs:
         return Instance(None, {}, SENTINEL)  # a fresh object: identical to itself only
-    return Unknown(f"{name}()")
+    return Unknown(f"{name}()", kind=UnknownKind.UNSUPPORTED)
 
 
 def _map(fname: str, seq: Const) -> Value:
     try:
         return Const(tuple(_PURE[fname](x) for x in seq.value), seq.origins)
     except Exception as exc:
-        return Unknown(f"map({fname}) raised {type(exc).__name__}")
+        return Unknown(f"map({fname}) raised {type(exc).__name__}", kind=UnknownKind.RAISED)
 
 
 def _isinstance(obj: Value, cls: Value) -> Value:
@@ -192,15 +264,26 @@ def _isinstance(obj: Value, cls: Value) -> Value:
     if isinstance(cls, Instance) and cls.label == "tuple":
         targets = list(cls.fields.values())
     for t in targets:
-        builtin_types = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple,
-                         "list": list, "dict": dict, "set": set,
-                         "frozenset": frozenset}  # fmt: skip
+        builtin_types = {
+            "int": int,
+            "float": float,
+            "str": str,
+            "bool": bool,
+            "tuple": tuple,
+            "list": list,
+            "dict": dict,
+            "set": set,
+            "frozenset": frozenset,
+        }
         if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
             if obj.label == t.name or (obj.label == "tuple" and t.name in ("tuple", "list")):
                 return Const(True)
             continue  # a framework object or a config is none of the builtin types
-        if isinstance(t, External) and isinstance(obj, (FunctionVal, ClassVal, EnumMember)) \
-                and t.name in builtin_types:  # fmt: skip
+        if (
+            isinstance(t, External)
+            and isinstance(obj, (FunctionVal, ClassVal, EnumMember))
+            and t.name in builtin_types
+        ):
             continue
         if isinstance(t, External) and t.name == "type":
             if isinstance(obj, ClassVal):
@@ -224,7 +307,7 @@ def _isinstance(obj: Value, cls: Value) -> Value:
                 if isinstance(obj.value, abc):
                     return Const(True, obj.origins)
                 continue
-            return Unknown(f"isinstance against {t.name}")
+            return Unknown(f"isinstance against {t.name}", kind=UnknownKind.UNSUPPORTED)
         if isinstance(t, ClassVal):
             if isinstance(obj, Instance) and obj.cls is not None:
                 if t in obj.cls.mro():
@@ -244,7 +327,10 @@ def _isinstance(obj: Value, cls: Value) -> Value:
                 continue
             if not isinstance(obj, (Instance, Unknown, External, Tensor)):
                 continue  # constants, functions, modules, field specs: no framework instance
-            return Unknown(f"isinstance of {type(obj).__name__} against {t.qualname}")
+            return Unknown(
+                f"isinstance of {type(obj).__name__} against {t.qualname}",
+                kind=UnknownKind.UNSUPPORTED,
+            )
         if isinstance(t, External) and t.name == "torch.Tensor":
             if isinstance(obj, Tensor):
                 return Const(True)
@@ -267,13 +353,16 @@ def _isinstance(obj: Value, cls: Value) -> Value:
                 return Const(True)  # the checkpoint's config: a PretrainedConfig
             if obj.cls is None:
                 continue  # a tracked dict, list, tuple or set
-        return Unknown("isinstance against an unknown class")
+        return Unknown("isinstance against an unknown class", kind=UnknownKind.UNSUPPORTED)
     return Const(False, obj.origins)
 
 
-_PRETRAINED_CONFIG = {"transformers.PretrainedConfig", "transformers.PreTrainedConfig",
-                      "transformers.configuration_utils.PretrainedConfig",
-                      "transformers.configuration_utils.PreTrainedConfig"}  # fmt: skip
+_PRETRAINED_CONFIG = {
+    "transformers.PretrainedConfig",
+    "transformers.PreTrainedConfig",
+    "transformers.configuration_utils.PretrainedConfig",
+    "transformers.configuration_utils.PreTrainedConfig",
+}
 _CONTAINERS: dict[str, type] = {"dict": dict, "list": list, "tuple": tuple, "set": set}
 
 
@@ -289,17 +378,37 @@ def _collection_abc(t: Value) -> type | None:
     return found if isinstance(found, type) else None
 
 
-_PATH_CLASSES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath",
-                 "os.PathLike"}  # fmt: skip
+_PATH_CLASSES = {
+    "pathlib.Path",
+    "pathlib.PurePath",
+    "pathlib.PosixPath",
+    "pathlib.PurePosixPath",
+    "os.PathLike",
+}
 # abstract classes a plain value may be registered under
 _ABSTRACT_NAMESPACES = ("collections.abc.", "numbers.", "typing.", "typing_extensions.", "abc.")
 
 
 def builtin_names() -> set[str]:
     return {n for n in _PURE if "." not in n} | {
-        "isinstance", "hasattr", "callable", "id", "print", "type", "getattr", "setattr",
-        "super", "map", "filter", "iter", "next", "repr", "hash", "object", "dict",
-    }  # fmt: skip
+        "isinstance",
+        "hasattr",
+        "callable",
+        "id",
+        "print",
+        "type",
+        "getattr",
+        "setattr",
+        "super",
+        "map",
+        "filter",
+        "iter",
+        "next",
+        "repr",
+        "hash",
+        "object",
+        "dict",
+    }
 
 
 MISSING: Any = _MISSING

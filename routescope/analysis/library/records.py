@@ -19,8 +19,9 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
-)  # fmt: skip
+)
 
 if TYPE_CHECKING:
     from routescope.analysis.engine.state import PathState
@@ -38,25 +39,73 @@ def is_struct(cls: ClassVal) -> bool:
 # torch.nn.Module's own attributes (dir() of torch 2.x, plus `training` set by its __init__):
 # a module's other attributes are its fields (parameters, buffers and submodules included, as
 # register_* and setattr record them)
-MODULE_ATTRS = frozenset({
-    "T_destination", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
-    "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
-    "float", "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule",
-    "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
-    "named_modules", "named_parameters", "parameters", "register_backward_hook",
-    "register_buffer", "register_forward_hook", "register_forward_pre_hook",
-    "register_full_backward_hook", "register_full_backward_pre_hook",
-    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
-    "register_module", "register_parameter", "register_state_dict_post_hook",
-    "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
-    "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
-    "zero_grad",
-})  # fmt: skip
+MODULE_ATTRS = frozenset(
+    {
+        "T_destination",
+        "add_module",
+        "apply",
+        "bfloat16",
+        "buffers",
+        "call_super_init",
+        "children",
+        "compile",
+        "cpu",
+        "cuda",
+        "double",
+        "dump_patches",
+        "eval",
+        "extra_repr",
+        "float",
+        "forward",
+        "get_buffer",
+        "get_extra_state",
+        "get_parameter",
+        "get_submodule",
+        "half",
+        "ipu",
+        "load_state_dict",
+        "modules",
+        "mtia",
+        "named_buffers",
+        "named_children",
+        "named_modules",
+        "named_parameters",
+        "parameters",
+        "register_backward_hook",
+        "register_buffer",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_load_state_dict_post_hook",
+        "register_load_state_dict_pre_hook",
+        "register_module",
+        "register_parameter",
+        "register_state_dict_post_hook",
+        "register_state_dict_pre_hook",
+        "requires_grad_",
+        "set_extra_state",
+        "set_submodule",
+        "share_memory",
+        "state_dict",
+        "to",
+        "to_empty",
+        "train",
+        "training",
+        "type",
+        "xpu",
+        "zero_grad",
+    }
+)
 MODULE_BASES = {"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"}
 # external bases whose attributes are known: none beyond dunders, or the listed ones
-_CLOSED = {"abc.ABC": frozenset(), "typing.Generic": frozenset(), "object": frozenset(),
-           **{b: frozenset() for b in STRUCT_BASES},
-           **{b: MODULE_ATTRS for b in MODULE_BASES}}  # fmt: skip
+_CLOSED = {
+    "abc.ABC": frozenset(),
+    "typing.Generic": frozenset(),
+    "object": frozenset(),
+    **{b: frozenset() for b in STRUCT_BASES},
+    **{b: MODULE_ATTRS for b in MODULE_BASES},
+}
 
 
 def closed_attributes(cls: ClassVal, name: str) -> bool:
@@ -105,7 +154,7 @@ def _evaluated(cls: ClassVal, name: str) -> Value:
         ann = c.annotations.get(name)
         if isinstance(ann, Value):
             return ann
-    return Unknown(f"annotation of {name}")
+    return Unknown(f"annotation of {name}", kind=UnknownKind.OPAQUE)
 
 
 def _dict(items: dict[str, Value]) -> Instance:
@@ -127,7 +176,7 @@ def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
             "default": default,
             "default_factory": factory,
             "type": _evaluated(cls, name),
-            "metadata": Unknown("field metadata"),
+            "metadata": Unknown("field metadata", kind=UnknownKind.OPAQUE),
             "encode_name": Const(name),
         },
         "FieldInfo",
@@ -138,15 +187,25 @@ TYPE_HINTS = frozenset({"typing.get_type_hints", "typing_extensions.get_type_hin
 ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 
 # The calls `call` answers: the engine asks only for these names.
-NAMES = frozenset({
-    "msgspec.field", "dataclasses.field", "msgspec.structs.fields", "dataclasses.fields",
-    "dataclasses.is_dataclass", "typing.get_type_hints", "typing_extensions.get_type_hints",
-    "msgspec.defstruct", "vars", "issubclass",
-})  # fmt: skip
+NAMES = frozenset(
+    {
+        "msgspec.field",
+        "dataclasses.field",
+        "msgspec.structs.fields",
+        "dataclasses.fields",
+        "dataclasses.is_dataclass",
+        "typing.get_type_hints",
+        "typing_extensions.get_type_hints",
+        "msgspec.defstruct",
+        "vars",
+        "issubclass",
+    }
+)
 
 
-def call(name: str, args: list[Value], kwargs: dict[str, Value], st: PathState,
-         module: str = "") -> Value | None:  # fmt: skip
+def call(
+    name: str, args: list[Value], kwargs: dict[str, Value], st: PathState, module: str = ""
+) -> Value | None:
     """The value of a record-library call, or None when `name` is not one of them."""
     if name in ("msgspec.field", "dataclasses.field"):
         default = kwargs.get("default")
@@ -156,7 +215,11 @@ def call(name: str, args: list[Value], kwargs: dict[str, Value], st: PathState,
         target = args[0]
         cls = target.cls if isinstance(target, Instance) else target
         if not isinstance(cls, ClassVal):
-            return None if not isinstance(cls, (Const,)) else Unknown(f"{name}() of a value")
+            return (
+                None
+                if not isinstance(cls, (Const,))
+                else Unknown(f"{name}() of a value", kind=UnknownKind.UNSUPPORTED)
+            )
         sentinel = NODEFAULT if name.startswith("msgspec") else MISSING
         infos = [_field_info(cls, n, sentinel) for n in field_names(cls)]
         return Instance(None, {str(i): f for i, f in enumerate(infos)}, "tuple")
@@ -172,7 +235,12 @@ def call(name: str, args: list[Value], kwargs: dict[str, Value], st: PathState,
     if name in ("typing.get_type_hints", "typing_extensions.get_type_hints") and args:
         cls = args[0]
         if isinstance(cls, ClassVal):
-            return _dict({n: Unknown(f"annotation of {n}") for n in field_names(cls)})
+            return _dict(
+                {
+                    n: Unknown(f"annotation of {n}", kind=UnknownKind.OPAQUE)
+                    for n in field_names(cls)
+                }
+            )
         return None
     if name == "msgspec.defstruct" and args:
         return defstruct(args, kwargs, st, module)
@@ -189,8 +257,9 @@ def call(name: str, args: list[Value], kwargs: dict[str, Value], st: PathState,
 
 
 def _issubclass(sub: ClassVal, sup: Value) -> Value:
-    targets = list(sup.fields.values()) if isinstance(sup, Instance) and sup.label == "tuple" \
-        else [sup]  # fmt: skip
+    targets = (
+        list(sup.fields.values()) if isinstance(sup, Instance) and sup.label == "tuple" else [sup]
+    )
     mro = sub.mro()
     for t in targets:
         if isinstance(t, ClassVal) and t in mro:
@@ -202,16 +271,22 @@ def _issubclass(sub: ClassVal, sup: Value) -> Value:
         ):
             return Const(True)
         if not isinstance(t, (ClassVal, External)):
-            return Unknown("issubclass() against an unknown class")
+            return Unknown("issubclass() against an unknown class", kind=UnknownKind.UNSUPPORTED)
     # a base from outside the framework may reach an outside class through its own bases (never
     # a framework class); an unknown base may reach anything
     plain = ("object", "typing.Generic")
-    outside = [b for c in mro for b in c.bases if not isinstance(b, ClassVal)
-               and not (isinstance(b, External) and b.name in plain)]  # fmt: skip
+    outside = [
+        b
+        for c in mro
+        for b in c.bases
+        if not isinstance(b, ClassVal) and not (isinstance(b, External) and b.name in plain)
+    ]
     if any(not isinstance(b, External) for b in outside) or (
         outside and any(isinstance(t, External) for t in targets)
     ):
-        return Unknown("issubclass() through a base routescope does not read")
+        return Unknown(
+            "issubclass() through a base routescope does not read", kind=UnknownKind.UNSUPPORTED
+        )
     return Const(False)
 
 
@@ -222,12 +297,12 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
     name = args[0]
     fields = args[1] if len(args) > 1 else kwargs.get("fields")
     if not isinstance(name, Const) or fields is None:
-        return Unknown("msgspec.defstruct() of unknown arguments")
+        return Unknown("msgspec.defstruct() of unknown arguments", kind=UnknownKind.UNSUPPORTED)
     items = seq_items(st, fields)
     if items is None and isinstance(fields, Const) and isinstance(fields.value, (list, tuple)):
         items = [Const(x) for x in fields.value]
     if items is None:
-        return Unknown("msgspec.defstruct() of an unknown field list")
+        return Unknown("msgspec.defstruct() of an unknown field list", kind=UnknownKind.UNSUPPORTED)
     attrs: dict[str, Value] = {}
     annotations: dict[str, ast.expr | Value] = {}
     ns = kwargs.get("namespace")
@@ -236,13 +311,17 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
             try:
                 attrs[str(ast.literal_eval(key))] = v
             except (ValueError, SyntaxError):
-                return Unknown("msgspec.defstruct() namespace with unknown keys")
+                return Unknown(
+                    "msgspec.defstruct() namespace with unknown keys", kind=UnknownKind.UNSUPPORTED
+                )
     elif ns is not None and not (isinstance(ns, Const) and ns.value is None):
-        return Unknown("msgspec.defstruct() of an unknown namespace")
+        return Unknown("msgspec.defstruct() of an unknown namespace", kind=UnknownKind.UNSUPPORTED)
     for item in items:
         parts = _parts(item, st)
         if parts is None or not parts or not isinstance(parts[0], Const):
-            return Unknown("msgspec.defstruct() field of unknown shape")
+            return Unknown(
+                "msgspec.defstruct() field of unknown shape", kind=UnknownKind.UNSUPPORTED
+            )
         fname = str(parts[0].value)
         attrs[f"{FIELD}{fname}"] = Const(fname)
         if len(parts) >= 2:

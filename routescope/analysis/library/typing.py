@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from routescope.analysis.engine.values import ClassVal, Const, External, Instance, Unknown, Value
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    External,
+    Instance,
+    Unknown,
+    UnknownKind,
+    Value,
+)
 
 
 def annotated(idx: Value) -> Value:
@@ -12,17 +20,29 @@ def annotated(idx: Value) -> Value:
     elif isinstance(idx, Instance) and idx.cls is None and idx.label == "tuple":
         items = list(idx.fields.values())
     else:
-        return Unknown("Annotated[] of unknown arguments")
-    return Instance(None, {"__origin__": items[0],
-                           "__metadata__": Instance(None, {str(i): v for i, v in
-                                                           enumerate(items[1:])}, "tuple")},
-                    "typing.Annotated")  # fmt: skip
+        return Unknown("Annotated[] of unknown arguments", kind=UnknownKind.UNSUPPORTED)
+    return Instance(
+        None,
+        {
+            "__origin__": items[0],
+            "__metadata__": Instance(None, {str(i): v for i, v in enumerate(items[1:])}, "tuple"),
+        },
+        "typing.Annotated",
+    )
 
 
 def typing_call(name: str, args: list[Value]) -> Value | None:
     """typing.get_origin / typing.get_args of an annotation value."""
-    if name not in ("typing.get_origin", "typing.get_args", "typing_extensions.get_origin",
-                    "typing_extensions.get_args") or len(args) != 1:  # fmt: skip
+    if (
+        name
+        not in (
+            "typing.get_origin",
+            "typing.get_args",
+            "typing_extensions.get_origin",
+            "typing_extensions.get_args",
+        )
+        or len(args) != 1
+    ):
         return None
     tp = args[0]
     origin = name.endswith("get_origin")
@@ -30,8 +50,9 @@ def typing_call(name: str, args: list[Value]) -> Value | None:
         if origin:
             return External("typing.Annotated")
         meta = list(tp.fields["__metadata__"].fields.values())  # type: ignore[attr-defined]
-        return Instance(None, {str(i): v for i, v in enumerate([tp.fields["__origin__"], *meta])},
-                        "tuple")  # fmt: skip
+        return Instance(
+            None, {str(i): v for i, v in enumerate([tp.fields["__origin__"], *meta])}, "tuple"
+        )
     plain = isinstance(tp, (ClassVal, Const)) or (
         isinstance(tp, External) and "." not in tp.name  # bool, int, str: no origin, no args
     )
@@ -45,8 +66,15 @@ def typing_call(name: str, args: list[Value]) -> Value | None:
 
 
 _TYPING_ORIGINS = {
-    "typing.Optional": "typing.Union", "typing.Union": "typing.Union", "typing.List": "list",
-    "typing.Dict": "dict", "typing.Tuple": "tuple", "typing.Set": "set",
-    "typing.FrozenSet": "frozenset", "typing.Literal": "typing.Literal",
-    "typing.Callable": "collections.abc.Callable", "typing.Type": "type", "typing.Any": "",
-}  # fmt: skip
+    "typing.Optional": "typing.Union",
+    "typing.Union": "typing.Union",
+    "typing.List": "list",
+    "typing.Dict": "dict",
+    "typing.Tuple": "tuple",
+    "typing.Set": "set",
+    "typing.FrozenSet": "frozenset",
+    "typing.Literal": "typing.Literal",
+    "typing.Callable": "collections.abc.Callable",
+    "typing.Type": "type",
+    "typing.Any": "",
+}

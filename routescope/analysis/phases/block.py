@@ -14,6 +14,7 @@ from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
     describe,
 )
@@ -71,8 +72,10 @@ def merge_router_states(states: list[RouterState]) -> RouterState | None:
             merged[key] = next(iter(values.items()))
             continue
         origins = tuple(dict.fromkeys(o for os_ in values.values() for o in os_))
-        merged[key] = (f"unknown (differs between the ways the block was built: "
-                       f"{' or '.join(values)})", origins)  # fmt: skip
+        merged[key] = (
+            f"unknown (differs between the ways the block was built: {' or '.join(values)})",
+            origins,
+        )
     return RouterState(merged)
 
 
@@ -104,8 +107,9 @@ def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
     return [p.arg for p in required if p.arg not in given]
 
 
-def build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
-                 router_cls: ClassVal) -> list[tuple[PathState, Value, Value]]:  # fmt: skip
+def build_block(
+    engine: Engine, site: ModelSite, values: dict[str, Value], router_cls: ClassVal
+) -> list[tuple[PathState, Value, Value]]:
     """Construct the block as its parent does when the block needs arguments only the parent
     knows (Mixtral's MoE takes top_k from its decoder layer); else the block itself."""
     cls = site.block_class
@@ -121,5 +125,11 @@ def build_block(engine: Engine, site: ModelSite, values: dict[str, Value],
         record_inputs=True,
     )
     return [
-        (s, v, nearest(s, v, router_cls) or Unknown("the block built no router")) for s, v in built
+        (
+            s,
+            v,
+            nearest(s, v, router_cls)
+            or Unknown("the block built no router", kind=UnknownKind.UNSUPPORTED),
+        )
+        for s, v in built
     ]

@@ -11,6 +11,7 @@ from routescope.analysis.engine.values import (
     External,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
 )
 from routescope.intake.spec import RoutingSpec
@@ -53,9 +54,12 @@ def _config_value(value: Any, origin: str, key: str) -> Value:
         return Const(value, (origin,))
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         # a nested table (rope_scaling, quantization_config): a dict the framework reads
-        return Instance(None, {repr(k): _config_value(v, origin, f"{key}.{k}")
-                               for k, v in value.items()}, "dict")  # fmt: skip
-    return Unknown(f"config.{key}")
+        return Instance(
+            None,
+            {repr(k): _config_value(v, origin, f"{key}.{k}") for k, v in value.items()},
+            "dict",
+        )
+    return Unknown(f"config.{key}", kind=UnknownKind.INPUT)
 
 
 def _literal(v: Any) -> bool:
@@ -74,12 +78,17 @@ def checkpoint_of(spec: RoutingSpec) -> Checkpoint:
     elif ref.kind == "dir":
         root = Path(ref.ref)
         try:
-            files = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*")
-                              if p.is_file())  # fmt: skip
+            files = frozenset(
+                p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
+            )
         except OSError:
             files = None
         cp = Checkpoint(ref.ref, True, files, "the files in the model directory")
     else:
-        cp = Checkpoint(str(Path(ref.config_path).parent), True, frozenset({"config.json"}),
-                        "a checkpoint directory holding only the config.json read")  # fmt: skip
+        cp = Checkpoint(
+            str(Path(ref.config_path).parent),
+            True,
+            frozenset({"config.json"}),
+            "a checkpoint directory holding only the config.json read",
+        )
     return cp

@@ -18,8 +18,9 @@ from routescope.analysis.phases.setup import PHASE_STEPS
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
 
 
-def into_consumer(engine: Engine, rules: FrameworkRules, block: Value,
-                   traced: list[TracedPath], notes: list[str]) -> list[TracedPath]:  # fmt: skip
+def into_consumer(
+    engine: Engine, rules: FrameworkRules, block: Value, traced: list[TracedPath], notes: list[str]
+) -> list[TracedPath]:
     """A router path that hands its inputs on without routing (no kernel, a returned record:
     SGLang's BYPASSED format) goes on into the layer the block hands the result to, where the
     routing then happens (the fused MoE kernel). When no way through that layer reaches a
@@ -57,15 +58,29 @@ def into_consumer(engine: Engine, rules: FrameworkRules, block: Value,
                     f"`assert {failed.text}` fails at {failed.file}:{failed.line} with the "
                     "layer as constructed (weight loading, not modelled, may change it)"
                 )
-            notes.append(f"the router hands its result to {handoff[0]}, whose trace reached no "
-                         f"kernel ({why or 'no kernel call on any path'}): the MoE kernel that "
-                         "routes is not named")  # fmt: skip
+            notes.append(
+                f"the router hands its result to {handoff[0]}, whose trace reached no "
+                f"kernel ({why or 'no kernel call on any path'}): the MoE kernel that "
+                "routes is not named"
+            )
             out.append(p)
             continue
         for q in more:
-            out.append(TracedPath((*p.decisions, *q.decisions), (*p.frames, *q.frames), q.sink,
-                                  q.outcome, q.result, q.stopped, (*p.kernels, *q.kernels),
-                                  p.setup, handoff, q.end, q.value))  # fmt: skip
+            out.append(
+                TracedPath(
+                    (*p.decisions, *q.decisions),
+                    (*p.frames, *q.frames),
+                    q.sink,
+                    q.outcome,
+                    q.result,
+                    q.stopped,
+                    (*p.kernels, *q.kernels),
+                    p.setup,
+                    handoff,
+                    q.end,
+                    q.value,
+                )
+            )
     return out
 
 
@@ -79,8 +94,11 @@ def _failed_assert(engine: Engine, path: TracedPath) -> Decision | None:
             name = module_name(d.file)
             info = engine.index.module(name) if name else None
             tree = info.tree if info is not None else None
-            lines[d.file] = {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert)} \
-                if tree is not None else set()  # fmt: skip
+            lines[d.file] = (
+                {n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert)}
+                if tree is not None
+                else set()
+            )
         if d.line in lines[d.file]:
             return d
     return None

@@ -65,12 +65,20 @@ def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
     if not validated or version in validated:
         return ""
     known = ", ".join(validated)
-    return (f"{rules.id} {version or '(unversioned checkout)'} is not among the releases this "
-            f"trace is validated against ({known}); the path is provisional")  # fmt: skip
+    return (
+        f"{rules.id} {version or '(unversioned checkout)'} is not among the releases this "
+        f"trace is validated against ({known}); the path is provisional"
+    )
 
 
-def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: Deployment,
-                   version: str | None, origin: str) -> Dispatch:  # fmt: skip
+def trace_dispatch(
+    index: Index,
+    rules: FrameworkRules,
+    spec: RoutingSpec,
+    dep: Deployment,
+    version: str | None,
+    origin: str,
+) -> Dispatch:
     """Build the model's MoE block with the framework's code and trace its router's forward."""
     start = time.monotonic()
     notes: list[str] = []
@@ -91,15 +99,22 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         raise RoutescopeError(origin, f"{rules.router_class} not found in this version")
     arch = (spec.architectures.value or ("",))[0]
     if not arch:
-        raise RoutescopeError(spec.model.ref, "config.json has no architectures: the framework "
-                              "picks the model class by architectures[0]")  # fmt: skip
+        raise RoutescopeError(
+            spec.model.ref,
+            "config.json has no architectures: the framework "
+            "picks the model class by architectures[0]",
+        )
     models = rules.data["models"]
     model_cls = find_model_class(engine, models["package"], models["registry_name"], arch)
     site = find_block(engine, model_cls, router_cls)
-    quant = served_quantization(engine, rules, server_args, dep.quant or spec.quantization.value,
-                                 notes)  # fmt: skip
-    quant_config: Value = Const(None, ("unquantized checkpoint",)) if quant in (None, "bf16") else \
-        build_quant_config(engine, rules, quant, notes)  # fmt: skip
+    quant = served_quantization(
+        engine, rules, server_args, dep.quant or spec.quantization.value, notes
+    )
+    quant_config: Value = (
+        Const(None, ("unquantized checkpoint",))
+        if quant in (None, "bf16")
+        else build_quant_config(engine, rules, quant, notes)
+    )
     layer = (
         spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
     )
@@ -142,8 +157,19 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
             if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
                 # no kernel and no known result: nothing shows the routing happens downstream
                 stopped = f"the router's forward returned an unknown value: {p.result}"
-            paths.append(TracedPath(p.decisions, p.frames, p.sink, p.outcome, p.result, stopped,
-                                    p.kernels, tuple(bst.decisions), p.handoff))  # fmt: skip
+            paths.append(
+                TracedPath(
+                    p.decisions,
+                    p.frames,
+                    p.sink,
+                    p.outcome,
+                    p.result,
+                    stopped,
+                    p.kernels,
+                    tuple(bst.decisions),
+                    p.handoff,
+                )
+            )
     incomplete = tuple(n for n in notes if "did not finish" in n)
     outside = _outside_validated(rules, version)
     if outside:
@@ -151,7 +177,16 @@ def trace_dispatch(index: Index, rules: FrameworkRules, spec: RoutingSpec, dep: 
         incomplete += (outside,)
     reported = reported_args(engine, rules, server_args)
     router_state = merge_router_states(router_states)
-    return Dispatch(rules.id, version, origin, site, router_state, tuple(paths),
-                    tuple(dict.fromkeys(notes)),
-                    time.monotonic() - start, incomplete, reported,
-                    tuple({(d.file, d.line): d for d in forks}.values()))  # fmt: skip
+    return Dispatch(
+        rules.id,
+        version,
+        origin,
+        site,
+        router_state,
+        tuple(paths),
+        tuple(dict.fromkeys(notes)),
+        time.monotonic() - start,
+        incomplete,
+        reported,
+        tuple({(d.file, d.line): d for d in forks}.values()),
+    )

@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any
 
 from routescope.analysis.engine.facts import Facts, SinkRule
-from routescope.analysis.engine.values import Const, Unknown, Value
+from routescope.analysis.engine.values import Const, Unknown, UnknownKind, Value
 from routescope.errors import RoutescopeError
 from routescope.hardware import GpuProfile
 from routescope.rules import load_rule_file, rules_dir
@@ -37,8 +37,11 @@ class FrameworkRules:
 def load_framework(name: str) -> FrameworkRules:
     path = rules_dir() / "frameworks" / f"{name}.toml"
     if not path.is_file():
-        known = sorted(p.stem for p in (rules_dir() / "frameworks").glob("*.toml")
-                       if not p.stem.endswith(".seeds"))  # fmt: skip
+        known = sorted(
+            p.stem
+            for p in (rules_dir() / "frameworks").glob("*.toml")
+            if not p.stem.endswith(".seeds")
+        )
         raise RoutescopeError(
             f"--framework {name}", f"no rules for this framework; known: {', '.join(known)}"
         )
@@ -51,7 +54,7 @@ def _fact(text: str, gpu: GpuProfile, origin: str) -> Value:
         field = text.removeprefix("@gpu.")
         value = getattr(gpu, field, None)
         if value is None:
-            return Unknown(f"GPU profile has no {field}")
+            return Unknown(f"GPU profile has no {field}", kind=UnknownKind.INPUT)
         return Const(value, (f"GPU profile {gpu.family}/{gpu.device}: {field}",))
     try:
         return Const(ast.literal_eval(text), (origin,))
@@ -59,18 +62,34 @@ def _fact(text: str, gpu: GpuProfile, origin: str) -> Value:
         raise RoutescopeError(origin, f"fact {text!r} is not a Python literal") from None
 
 
-def build_facts(rules: FrameworkRules, gpu: GpuProfile, env: dict[str, str],
-                packages: dict[str, bool] | None = None) -> Facts:  # fmt: skip
+def build_facts(
+    rules: FrameworkRules,
+    gpu: GpuProfile,
+    env: dict[str, str],
+    packages: dict[str, bool] | None = None,
+) -> Facts:
     """The platform as the framework's code will see it on `gpu`, plus the user's --env and
     --package."""
     d = rules.data
     platform = d.get("platform", {})
-    calls = {k: _fact(v, gpu, f"{rules.path} platform.calls {k}")
-             for k, v in platform.get("calls", {}).items()}  # fmt: skip
-    attributes = {k: _fact(v, gpu, f"{rules.path} platform.attributes {k}")
-                  for k, v in platform.get("attributes", {}).items()}  # fmt: skip
-    sinks = [SinkRule(s["id"], s["kind"], s.get("external", ""), s.get("decorator", ""),
-                      tuple(s.get("args", ()))) for s in d["sinks"]]  # fmt: skip
+    calls = {
+        k: _fact(v, gpu, f"{rules.path} platform.calls {k}")
+        for k, v in platform.get("calls", {}).items()
+    }
+    attributes = {
+        k: _fact(v, gpu, f"{rules.path} platform.attributes {k}")
+        for k, v in platform.get("attributes", {}).items()
+    }
+    sinks = [
+        SinkRule(
+            s["id"],
+            s["kind"],
+            s.get("external", ""),
+            s.get("decorator", ""),
+            tuple(s.get("args", ())),
+        )
+        for s in d["sinks"]
+    ]
     return Facts(
         attributes=attributes,
         calls=calls,

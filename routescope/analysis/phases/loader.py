@@ -16,6 +16,7 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
     describe,
 )
@@ -26,8 +27,13 @@ from routescope.analysis.phases.setup import PHASE_STEPS, run_phase, settle
 from routescope.analysis.phases.trace import resolve_entry
 
 
-def run_model_init(engine: Engine, rules: FrameworkRules, site: ModelSite,
-                    values: dict[str, Value], notes: list[str]) -> None:  # fmt: skip
+def run_model_init(
+    engine: Engine,
+    rules: FrameworkRules,
+    site: ModelSite,
+    values: dict[str, Value],
+    notes: list[str],
+) -> None:
     """Run the model class's own __init__ for its side effects (SGLang 0.5.9 decides shared-
     expert fusion there and writes it into the server arguments), without building its body.
     When the rules name the framework's model loader, the loader builds it: what the loader
@@ -66,8 +72,10 @@ def run_model_init(engine: Engine, rules: FrameworkRules, site: ModelSite,
             )
             if not captured:
                 stopped = next((s.stopped for s, _ in outs if s.stopped), "")
-                notes.append(f"the model loader did not build {site.model_class.qualname}"
-                             + (f": {stopped}" if stopped else ""))  # fmt: skip
+                notes.append(
+                    f"the model loader did not build {site.model_class.qualname}"
+                    + (f": {stopped}" if stopped else "")
+                )
         else:
             kwargs = init_kwargs(site.model_class, values)
             outs = run_phase(
@@ -98,14 +106,20 @@ def build_quant_config(
     rules name the builder; it is called with the loader's arguments of the same names)."""
     loader_rule = rules.data["models"].get("loader") or {}
     if "quant_config" not in loader_rule:
-        return Unknown(f"the {quant} quantization config: the rules name no builder")
+        return Unknown(
+            f"the {quant} quantization config: the rules name no builder", kind=UnknownKind.INPUT
+        )
     loader = resolve_entry(engine, loader_rule["function"])
     builder = resolve_entry(engine, loader_rule["quant_config"])
     if not isinstance(loader, FunctionVal) or not isinstance(builder, FunctionVal):
-        return Unknown(f"the {quant} quantization config: no loader builder in this version")
+        return Unknown(
+            f"the {quant} quantization config: no loader builder in this version",
+            kind=UnknownKind.INPUT,
+        )
     params = {a.arg for a in builder.node.args.args}
-    args = {k: engine.rule_value(text, loader) for k, text in loader_rule["args"].items()
-            if k in params}  # fmt: skip
+    args = {
+        k: engine.rule_value(text, loader) for k, text in loader_rule["args"].items() if k in params
+    }
     outs = run_phase(
         engine,
         PHASE_STEPS["model"],
@@ -120,13 +134,14 @@ def build_quant_config(
     if stopped or not one or not isinstance(values[0], Instance):
         why = stopped or (describe(values[0]) if len(outs) == 1 else "several outcomes")
         notes.append(f"the {quant} quantization config was not built: {why}")
-        return Unknown(f"the {quant} quantization config ({why})")
+        return Unknown(f"the {quant} quantization config ({why})", kind=UnknownKind.OPAQUE)
     commit_agreed([st for st, _ in outs], None)  # its fields as the builder set them
     return values[0]
 
 
-def reported_args(engine: Engine, rules: FrameworkRules,
-                   server_args: Value) -> tuple[tuple[str, str, tuple[str, ...]], ...]:  # fmt: skip
+def reported_args(
+    engine: Engine, rules: FrameworkRules, server_args: Value
+) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """The server arguments the rules name under `report`, each as the server resolved it: read
     through the release's own reader where it has one (0.5.20+: the last declaration, else the
     input, else the declared fallback), else the field after post-processing."""
@@ -143,25 +158,42 @@ def _resolved_arg(engine: Engine, rules: FrameworkRules, server_args: Value, nam
     """One server argument as the server resolved it: through the release's own reader where it
     has one, else the field after post-processing."""
     if not isinstance(server_args, Instance):
-        return Unknown(f"server argument {name}: the server arguments are unknown")
-    reader = next((f for f in (resolve_entry(engine, q) for q in
-                               rules.data.get("server_args", {}).get("resolved_by", []))
-                   if isinstance(f, FunctionVal)), None)  # fmt: skip
-    value: Value = server_args.fields.get(name) or Unknown(f"no server argument {name}")
+        return Unknown(
+            f"server argument {name}: the server arguments are unknown", kind=UnknownKind.INPUT
+        )
+    reader = next(
+        (
+            f
+            for f in (
+                resolve_entry(engine, q)
+                for q in rules.data.get("server_args", {}).get("resolved_by", [])
+            )
+            if isinstance(f, FunctionVal)
+        ),
+        None,
+    )
+    value: Value = server_args.fields.get(name) or Unknown(
+        f"no server argument {name}", kind=UnknownKind.ABSENT
+    )
     if reader is None:
         return value
     engine.budget.push(PHASE_STEPS["block"], f"reading server argument {name}")
     try:
         got = engine.call(PathState(envs=[{}]), reader, [server_args, Const(name)], {}, None)
-        return got[0][1] if len(got) == 1 else Unknown(f"{name} has several values")
+        return (
+            got[0][1]
+            if len(got) == 1
+            else Unknown(f"{name} has several values", kind=UnknownKind.JOINED)
+        )
     except BudgetExceeded as exc:
-        return Unknown(str(exc))
+        return Unknown(str(exc), kind=UnknownKind.BUDGET)
     finally:
         engine.budget.pop()
 
 
-def served_quantization(engine: Engine, rules: FrameworkRules, server_args: Value,
-                         asked: str | None, notes: list[str]) -> str | None:  # fmt: skip
+def served_quantization(
+    engine: Engine, rules: FrameworkRules, server_args: Value, asked: str | None, notes: list[str]
+) -> str | None:
     """The quantization the model is built with: the server argument the rules name, as the
     server resolved it (SGLang 0.5.9 makes DeepSeek-V3 on SM100 fp8 when none is given), else
     what the deployment asked for or the checkpoint declares."""
@@ -172,6 +204,8 @@ def served_quantization(engine: Engine, rules: FrameworkRules, server_args: Valu
     if not isinstance(value, Const) or not isinstance(value.value, str) or value.value == asked:
         return asked
     where = ", ".join(value.origins) or "its own post-processing"
-    notes.append(f"the server resolves {arg} = {value.value!r} ({where}): the model is "
-                 "built with that quantization")  # fmt: skip
+    notes.append(
+        f"the server resolves {arg} = {value.value!r} ({where}): the model is "
+        "built with that quantization"
+    )
     return value.value

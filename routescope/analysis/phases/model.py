@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from routescope.analysis.engine.base import Ctx
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
-from routescope.analysis.engine.values import ClassVal, Instance, ModuleVal, Unknown, Value
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Instance,
+    ModuleVal,
+    Unknown,
+    UnknownKind,
+    Value,
+)
 from routescope.errors import RoutescopeError
 
 
@@ -36,7 +43,9 @@ def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> 
         mod = engine.load_module(modname)
         if mod is None:
             continue
-        entry = engine.resolved(mod.globals.get(registry, Unknown("no registry")))
+        entry = engine.resolved(
+            mod.globals.get(registry, Unknown("no registry", kind=UnknownKind.ABSENT))
+        )
         for cls in _classes_in(entry):
             if cls.qualname.split(":")[-1] == arch:
                 return cls

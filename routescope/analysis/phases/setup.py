@@ -7,7 +7,7 @@ from typing import Any
 
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.join import JOINED, commit_agreed
+from routescope.analysis.engine.join import commit_agreed
 from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -15,6 +15,7 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
 )
 from routescope.analysis.phases.deployment import Deployment
@@ -23,8 +24,9 @@ from routescope.analysis.phases.trace import resolve_entry
 from routescope.errors import RoutescopeError
 
 
-def server_arguments(engine: Engine, rules: FrameworkRules, dep: Deployment, notes: list[str],
-                 forks: list[Decision]) -> Value:  # fmt: skip
+def server_arguments(
+    engine: Engine, rules: FrameworkRules, dep: Deployment, notes: list[str], forks: list[Decision]
+) -> Value:
     """The framework's server-argument object: its defaults, --set, --tp, then its own
     post-processing (per-GPU and per-model overrides), then the start-up install steps.
     Conditions a step could not decide (its paths were joined) go to `forks`."""
@@ -41,8 +43,10 @@ def server_arguments(engine: Engine, rules: FrameworkRules, dep: Deployment, not
             if isinstance(v, Const) and not v.origins:
                 inst.fields[field_name] = Const(v.value, (f"{cls.qualname} default",))
         root = checkpoint.root if checkpoint else None
-        given: dict[str, Value] = {"model_path": Const(root, ("the model",)),
-                                   "tp_size": Const(dep.tp, ("--tp",))}  # fmt: skip
+        given: dict[str, Value] = {
+            "model_path": Const(root, ("the model",)),
+            "tp_size": Const(dep.tp, ("--tp",)),
+        }
         if dep.quant and dep.quant != "bf16":
             given["quantization"] = Const(dep.quant, ("--quant",))
         for key, value in dep.server_args.items():
@@ -67,14 +71,19 @@ def server_arguments(engine: Engine, rules: FrameworkRules, dep: Deployment, not
                 notes.append(f"server-argument step {step} did not finish: {stopped}")
                 unsettled = True
             if len(outs) > 1:  # the roots: not undecided by a join
-                forks.extend(d for s, _ in outs for d in s.decisions
-                             if d.value is None and not d.reason.startswith(JOINED))  # fmt: skip
+                forks.extend(
+                    d
+                    for s, _ in outs
+                    for d in s.decisions
+                    if d.value is None and d.kind is not UnknownKind.JOINED
+                )
             commit_agreed([s for s, _ in outs], inst)  # what the step wrote on other objects
             inst = settle(inst, [s for s, _ in outs], notes, step)
         for fn_name in sa_rules.get("install", []):
             if unsettled:  # publishing half-resolved arguments would resolve them again
-                notes.append(f"server start-up step {fn_name} skipped: the server arguments "
-                             "did not settle")  # fmt: skip
+                notes.append(
+                    f"server start-up step {fn_name} skipped: the server arguments did not settle"
+                )
                 continue
             fn = resolve_entry(engine, fn_name)
             if isinstance(fn, Unknown):
@@ -94,7 +103,7 @@ def server_arguments(engine: Engine, rules: FrameworkRules, dep: Deployment, not
                 outs[0][0].commit()  # the server's globals and contexts now hold these arguments
         return inst
     notes.append("no server-argument class found; server arguments are unknown")
-    return Unknown("server arguments")
+    return Unknown("server arguments", kind=UnknownKind.INPUT)
 
 
 # Each phase gets its own share of time, so a slow one ends Unknown without starving the rest.
@@ -103,8 +112,9 @@ def server_arguments(engine: Engine, rules: FrameworkRules, dep: Deployment, not
 PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 120_000, "trace": 250_000}
 
 
-def run_phase(engine: Engine, steps: int, what: str, run: Any, record_inputs: bool = False,
-           merge_at: int = 24) -> list[tuple[PathState, Value]]:  # fmt: skip
+def run_phase(
+    engine: Engine, steps: int, what: str, run: Any, record_inputs: bool = False, merge_at: int = 24
+) -> list[tuple[PathState, Value]]:
     engine.budget.push(steps, f"{what} exceeded its budget of {steps:,} evaluation steps")
     engine.record_inputs = record_inputs
     engine.budget.merge_at = merge_at
@@ -114,7 +124,7 @@ def run_phase(engine: Engine, steps: int, what: str, run: Any, record_inputs: bo
     except BudgetExceeded as exc:
         st = PathState(envs=[{}])
         st.stopped = str(exc)
-        return [(st, Unknown(str(exc)))]
+        return [(st, Unknown(str(exc), kind=UnknownKind.BUDGET))]
     finally:
         engine.budget.pop()
         engine.record_inputs = True
@@ -137,7 +147,8 @@ def settle(inst: Instance, states: list[PathState], notes: list[str], step: str)
             first
             if same and first is not None
             else Unknown(
-                f"depends on conditions in {step} the facts do not decide (server argument {key})"
+                f"depends on conditions in {step} the facts do not decide (server argument {key})",
+                kind=UnknownKind.JOINED,
             )
         )
     changed = [

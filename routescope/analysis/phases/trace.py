@@ -14,6 +14,7 @@ from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
     describe,
 )
@@ -50,7 +51,7 @@ def resolve_entry(engine: Engine, entry: str) -> Value:
     module, _, qual = entry.partition(":")
     mod = engine.load_module(module)
     if mod is None:
-        return Unknown(f"module {module} is not in the source tree")
+        return Unknown(f"module {module} is not in the source tree", kind=UnknownKind.OPAQUE)
     val: Value = mod
     for part in qual.split("."):
         results = engine.attribute(PathState(envs=[{}]), val, part)
