@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from routescope.analysis.symbols import Symbol, decorator_texts
 
-if TYPE_CHECKING:
-    from routescope.analysis.index import Index
+
+class Index(Protocol):
+    """What class resolution needs of an index (analysis.index.Index is one): a name's
+    meaning at the top level of a module."""
+
+    def resolve(self, module: str, name: str) -> Symbol | None: ...
 
 
 def resolve_expr(index: Index, module: str, expr: ast.expr) -> Symbol | None:

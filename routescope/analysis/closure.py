@@ -31,7 +31,7 @@ class Closure:
 
 
 def load_seeds(framework: str) -> Seeds:
-    """Read and validate the seed file for `framework` ("sglang", "vllm")."""
+    """Read and validate the seed file for `framework` (rules/frameworks/<name>.seeds.toml)."""
     path = rules_dir() / "frameworks" / f"{framework}.seeds.toml"
     if not path.is_file():
         known = sorted(p.name.split(".")[0] for p in path.parent.glob("*.seeds.toml"))

@@ -30,7 +30,7 @@ class Symbol:
 
     @property
     def location(self) -> str:
-        """ "sglang/srt/layers/moe/topk.py:812", or the module name for an external symbol."""
+        """ "pkg/layers/moe/topk.py:812", or the module name for an external symbol."""
         if self.relpath is None:
             return self.module
         return f"{self.relpath}:{self.line}" if self.line else self.relpath

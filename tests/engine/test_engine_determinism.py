@@ -8,8 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from routescope.analysis.engine.values import Tensor
-from tests.engine.test_engine_synthetic import make_tree, run
+from tests.engine.test_engine_synthetic import SCORES, make_tree, run
 
 ROUTE = """
     import torch
@@ -32,15 +31,14 @@ ROUTE = """
 PROBE = """
 import sys
 from pathlib import Path
-from routescope.analysis.engine.values import Tensor
-from tests.engine.test_engine_synthetic import make_tree, run
-paths = run(make_tree(Path(sys.argv[1]), {"route.py": sys.argv[2]}), "fw.route:route", Tensor())
+from tests.engine.test_engine_synthetic import SCORES, make_tree, run
+paths = run(make_tree(Path(sys.argv[1]), {"route.py": sys.argv[2]}), "fw.route:route", SCORES())
 print(",".join(sorted(str(p.sink.kind if p.sink else None) for p in paths)))
 """
 
 
 def test_set_iteration_has_one_order(tmp_path: Path) -> None:
-    paths = run(make_tree(tmp_path, {"route.py": ROUTE}), "fw.route:route", Tensor())
+    paths = run(make_tree(tmp_path, {"route.py": ROUTE}), "fw.route:route", SCORES())
     assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from routescope.analysis.engine.values import Tensor
-from tests.engine.test_engine_synthetic import make_tree, run
+from tests.engine.test_engine_synthetic import SCORES, make_tree, run
 
 
 def _route(body: str) -> dict[str, str]:
@@ -19,7 +18,7 @@ def _route(body: str) -> dict[str, str]:
 
 
 def _kinds(tmp_path: Path, body: str, **kwargs: object) -> list[str | None]:
-    paths = run(make_tree(tmp_path, _route(body)), "fw.route:route", Tensor(), **kwargs)
+    paths = run(make_tree(tmp_path, _route(body)), "fw.route:route", SCORES(), **kwargs)
     return [p.sink.kind if p.sink else None for p in paths]
 
 

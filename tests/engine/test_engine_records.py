@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from routescope.analysis.engine.facts import Checkpoint, Facts
-from routescope.analysis.engine.values import Tensor
-from tests.engine.test_engine_synthetic import SINKS, make_tree, run
+from tests.engine.test_engine_synthetic import SCORES, SINKS, make_tree, run
 
 HEAD = """
 import copy
@@ -24,7 +23,7 @@ from fastk import topk_fast
 
 
 def _kinds(tmp_path: Path, body: str, facts: Facts | None = None) -> list[str | None]:
-    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", Tensor(),
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", SCORES(),
                 facts=facts)  # fmt: skip
     return sorted(str(p.sink.kind if p.sink else None) for p in paths)
 
@@ -112,7 +111,7 @@ def route(x, config):
 
     text = Instance(None, {"top_k": Const(8)}, "config")
     config = Instance(None, {"model_type": Const("m"), "text_config": text}, "config")
-    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", Tensor(),
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", SCORES(),
                 config)  # fmt: skip
     assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
 

@@ -7,13 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from routescope.analysis.engine.budget import Budget
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Facts, SinkRule
-from routescope.analysis.index import Index
-from routescope.analysis.engine.budget import Budget
-from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
 from routescope.analysis.engine.values import Const, Tensor, Value
+from routescope.analysis.index import Index
+from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
 from routescope.source.local import CheckoutTree
+
+
+def SCORES() -> Tensor:
+    """What a router is handed: its scores (a kernel that reads them routes)."""
+    return Tensor(role="scores")
+
 
 SINKS = [
     SinkRule("cuda", "cuda_kernel", external="fastk.*"),
@@ -56,7 +62,7 @@ def test_env_var_without_default_forks(tmp_path: Path) -> None:
     """
         },
     )
-    paths = run(index, "fw.route:route", Tensor())
+    paths = run(index, "fw.route:route", SCORES())
     assert len(paths) == 2
     assert {p.sink.kind for p in paths if p.sink} == {"cuda_kernel", "torch"}
     assert all(not p.decided for p in paths)
@@ -80,13 +86,13 @@ def test_env_var_given_decides(tmp_path: Path) -> None:
     """
         },
     )
-    (path,) = run(index, "fw.route:route", Tensor())
+    (path,) = run(index, "fw.route:route", SCORES())
     assert path.decided and path.sink is not None and path.sink.kind == "torch"
     assert (
         "default at" in path.decisions[0].inputs[0].origins[0] or path.decisions[0].value is False
     )
     facts = Facts(sinks=SINKS, env={"FW_FAST": "1"})
-    (path,) = run(index, "fw.route:route", Tensor(), facts=facts)
+    (path,) = run(index, "fw.route:route", SCORES(), facts=facts)
     assert path.sink is not None and path.sink.name == "fastk.topk_fast"
 
 
@@ -175,7 +181,7 @@ def test_module_level_flags_guards_and_torch_compile(tmp_path: Path) -> None:
         },
         packages={"fastk": True},
     )
-    (path,) = run(index, "fw.topk:select", Tensor(), 8, 256, 1, facts=facts)
+    (path,) = run(index, "fw.topk:select", SCORES(), 8, 256, 1, facts=facts)
     assert path.decided
     assert path.sink is not None and path.sink.kind == "torch_compile"
     assert path.sink.name == "fw.topk:fallback_impl"
@@ -183,10 +189,10 @@ def test_module_level_flags_guards_and_torch_compile(tmp_path: Path) -> None:
     assert decision.value is False
     failing = [p for p in decision.parts if p.value is False]
     assert [p.text for p in failing] == ["per_group <= 32"]
-    (path,) = run(index, "fw.topk:select", Tensor(), 8, 256, 8, facts=facts)
+    (path,) = run(index, "fw.topk:select", SCORES(), 8, 256, 8, facts=facts)
     assert path.sink is not None and path.sink.name == "fastk.fused_gate"
     facts.packages["fastk"] = False
-    (path,) = run(index, "fw.topk:select", Tensor(), 8, 256, 8, facts=facts)
+    (path,) = run(index, "fw.topk:select", SCORES(), 8, 256, 8, facts=facts)
     assert path.sink is not None and path.sink.kind == "torch_compile"
     assert "fused_gate is not None" in [
         p.text for p in path.decisions[-1].parts if p.value is False
@@ -236,9 +242,9 @@ def test_dataclass_enum_and_method_dispatch(tmp_path: Path) -> None:
     """
         },
     )
-    (path,) = run(index, "fw.op:build_and_run", Tensor(), True)
+    (path,) = run(index, "fw.op:build_and_run", SCORES(), True)
     assert path.sink is not None and path.sink.function == "fw.op:TopK.forward_cuda"
-    (path,) = run(index, "fw.op:build_and_run", Tensor(), False)
+    (path,) = run(index, "fw.op:build_and_run", SCORES(), False)
     assert path.sink is not None and path.sink.function == "fw.op:other"
     assert [d.value for d in path.decisions] == [False, False]
 
@@ -261,9 +267,9 @@ def test_unknown_argument_forks_and_names_reason(tmp_path: Path, flag: bool) -> 
     fn = resolve_entry(engine, "fw.f:f")
     from routescope.analysis.engine.values import Unknown
 
-    paths = trace_call(engine, fn, [Tensor(), Unknown("--moe-mode not given")], {})
+    paths = trace_call(engine, fn, [SCORES(), Unknown("--moe-mode not given")], {})
     assert len(paths) == 2 and all("--moe-mode" in p.decisions[0].reason for p in paths)
-    known = trace_call(engine, fn, [Tensor(), Const(flag)], {})
+    known = trace_call(engine, fn, [SCORES(), Const(flag)], {})
     assert len(known) == 1 and (known[0].sink is not None) == flag
 
 
@@ -308,7 +314,7 @@ def test_decorator_registry_is_filled_by_the_modules_beside_it(tmp_path: Path) -
     """,
         },
     )
-    paths = run(index, "fw.route:route", Tensor())
+    paths = run(index, "fw.route:route", SCORES())
     assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
 
 
@@ -348,5 +354,5 @@ def test_a_method_does_not_see_its_class_body(tmp_path: Path) -> None:
     """
         },
     )
-    paths = run(index, "fw.route:route", Tensor())
+    paths = run(index, "fw.route:route", SCORES())
     assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]

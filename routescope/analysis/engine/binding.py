@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Paths
+from routescope.analysis.engine.containers import new_tuple, str_dict
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
     External,
     FunctionVal,
-    Instance,
     Unknown,
     UnknownKind,
     Value,
@@ -23,6 +24,12 @@ def parsed_summary(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
+# env slots: the frame a function's variables belong to, and the frames a closure reads from
+FRAME_KEY = "\x00frame"
+CLOSURE_FRAMES = "\x00closure-frames"
+_FRAMES = itertools.count(1)
+
+
 class BindingMixin(EngineBase):
     def rule_value(self, text: str, fn: FunctionVal) -> Value:
         """A rule file's expression over the bindings, evaluated where `fn` is defined."""
@@ -32,6 +39,24 @@ class BindingMixin(EngineBase):
             if len(got) == 1
             else Unknown(f"{text} has several values", kind=UnknownKind.JOINED)
         )
+
+    def evaluate_in(self, st: PathState, module: str, text: str, env: dict[str, Value]) -> Paths:
+        """A rule file's expression evaluated at the top level of `module` (its globals), with
+        the rules' bindings and `env`; an Unknown (kind ABSENT) when the module is not there."""
+        mod = self.load_module(module)
+        if mod is None or mod.error is not None:
+            return [(st, Unknown(f"module {module} is not there", kind=UnknownKind.ABSENT))]
+        names = {**self.facts.bindings, "namespace": External("routescope.namespace"), **env}
+        st.envs.append(names)
+        self.ctx.append(Ctx(mod, mod.relpath, module))
+        try:
+            out = self.ev(st, parsed_summary(text))
+        finally:
+            self.ctx.pop()
+        for s, _v in out:
+            if len(s.envs) > 1:
+                s.envs.pop()
+        return out
 
     def summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths:
         expr = parsed_summary(text)
@@ -55,7 +80,7 @@ class BindingMixin(EngineBase):
         node = fn.node
         a = node.args
         params = [*a.posonlyargs, *a.args]
-        env: dict[str, Value] = {}
+        env: dict[str, Value] = {FRAME_KEY: Const(next(_FRAMES))}  # this call's frame, for closures
         positional = list(args)
         if fn.bound is not None and params and "staticmethod" not in fn.decorators:
             env[params[0].arg] = fn.bound
@@ -87,13 +112,10 @@ class BindingMixin(EngineBase):
                     env[p.arg] = Unknown(f"argument {p.arg} not given", kind=UnknownKind.INPUT)
             if a.vararg:
                 extra = positional[len(params) :]
-                env[a.vararg.arg] = Instance(
-                    None, {str(i): v for i, v in enumerate(extra)}, "tuple"
-                )
+                env[a.vararg.arg] = new_tuple(extra)
             if a.kwarg:
                 known = {p.arg for p in [*params, *a.kwonlyargs]}
-                rest = {repr(k): v for k, v in kwargs.items() if k not in known}
-                env[a.kwarg.arg] = Instance(None, rest, "dict")
+                env[a.kwarg.arg] = str_dict({k: v for k, v in kwargs.items() if k not in known})
         finally:
             self.ctx.pop()
         return env

@@ -28,7 +28,9 @@ class Budget:
         self.seconds = seconds
         self.steps = 0
         self.local: list[tuple[int, str]] = []  # nested step limits, innermost last
-        # live paths beyond this are joined (set-up phases use 1: their forks are settled anyway)
+        # more live paths than this (after a statement, a loop pass, a part of an expression)
+        # are merged where they reached the same routing kernels: a control-flow join, the
+        # values they disagree on becoming Unknown (set-up phases use fewer)
         self.merge_at = 24
 
     def check_time(self) -> None:

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, cast
+from typing import cast
 
 from routescope.analysis.engine.base import EngineBase, Paths
-from routescope.analysis.engine.containers import (
-    SEQ_LIMIT,
-    iteration,
-    new_list,
-    new_set,
-    truth_in,
-)
+from routescope.analysis.engine.containers import SEQ_LIMIT, ListVal, new_dict, new_set, new_tuple
+from routescope.analysis.engine.contents import iteration, truth_in
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
-    Const,
-    Instance,
     Unknown,
     UnknownKind,
     Value,
-    merge_origins,
 )
 
 
@@ -45,34 +37,13 @@ class ComprehensionsMixin(EngineBase):
         if isinstance(got, Unknown):
             return [(st, got)]
         if isinstance(node, ast.DictComp):
-            pairs = [cast(tuple[Value, Value], p) for p in got]
-            if not all(isinstance(k, Const) for k, _ in pairs):
-                return [
-                    (st, Unknown("comprehension with unknown keys", kind=UnknownKind.UNSUPPORTED))
-                ]
-            return [(st, Instance(None, {repr(cast(Const, k).value): v for k, v in pairs}, "dict"))]
+            return [(st, new_dict(cast(list[tuple[Value, Value]], got)))]
         vals = [cast(Value, v) for v in got]
         if isinstance(node, ast.ListComp):
-            return [(st, new_list(vals))]
-        if all(isinstance(v, Const) for v in vals):
-            items = [cast(Const, v).value for v in vals]
-            if isinstance(node, ast.SetComp):
-                try:
-                    return [(st, new_set(vals))]
-                except TypeError:
-                    return [
-                        (
-                            st,
-                            Unknown(
-                                "comprehension of unhashable items", kind=UnknownKind.UNSUPPORTED
-                            ),
-                        )
-                    ]
-            made: Any = tuple(items)
-            return [(st, Const(made, merge_origins(*vals)))]
+            return [(st, ListVal(vals))]
         if isinstance(node, ast.SetComp):
-            return [(st, Unknown("set of unknown items", kind=UnknownKind.UNSUPPORTED))]
-        return [(st, Instance(None, {str(i): v for i, v in enumerate(vals)}, "tuple"))]
+            return [(st, new_set(vals))]
+        return [(st, new_tuple(vals))]  # a generator, read as the items it yields
 
     ev_SetComp = ev_DictComp = ev_GeneratorExp = ev_ListComp
 

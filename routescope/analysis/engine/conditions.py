@@ -6,16 +6,15 @@ import ast
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import (
-    LIST_UNKNOWN,
-    truth_in,
-)
+from routescope.analysis.engine.containers import DictVal, SetVal
+from routescope.analysis.engine.contents import entries, truth_in
+from routescope.analysis.engine.join import join_states
 from routescope.analysis.engine.state import Decision, Input, Part, PathState
 from routescope.analysis.engine.values import (
     ClassVal,
+    Const,
     External,
     FunctionVal,
-    Instance,
     ModuleVal,
     Unknown,
     UnknownKind,
@@ -26,20 +25,38 @@ from routescope.analysis.engine.values import (
 
 class ConditionsMixin(EngineBase):
     def ev_BoolOp(self, st: PathState, node: ast.BoolOp) -> Paths:
-        is_and = isinstance(node.op, ast.And)
+        return self._boolop(st, node.values, isinstance(node.op, ast.And))
+
+    def _boolop(self, st: PathState, operands: list[ast.expr], is_and: bool) -> Paths:
+        """`a and b` is a when a is falsy, else b (`or`: a when truthy), exactly: an operand
+        of unknown truth gives both outcomes, and they merge back into one path when the rest
+        had no effect on it (so `unknown and False` is False, with no fork)."""
         out: Paths = []
-        todo: list[tuple[PathState, int]] = [(st, 0)]
-        while todo:
-            s, i = todo.pop()
-            for s2, v in self.ev(s, node.values[i]):
-                t = truth_in(s2, v)
-                last = i == len(node.values) - 1
-                if last or (t is not None and t != is_and):
-                    out.append((s2, v))
-                elif t is None:
-                    out.append((s2, v))  # undecided operand: the whole is undecided
-                else:
-                    todo.append((s2, i + 1))
+        for s, v in self.ev(st, operands[0]):
+            if len(operands) == 1 or s.raising is not None:
+                out.append((s, v))
+                continue
+            t = truth_in(s, v)
+            if t is not None and t != is_and:  # short-circuit: this operand is the value
+                out.append((s, v))
+                continue
+            if t is not None:
+                out.extend(self._boolop(s, operands[1:], is_and))
+                continue
+            stopped = _known_truth(v, not is_and)  # the value when it short-circuits
+            rest = self._boolop(s.fork(), operands[1:], is_and)
+            if len(rest) == 1 and _no_effect(s, rest[0][0]):
+                out.append((s, _either(stopped, rest[0][1], s)))
+            elif len(rest) == 1 and _same_answer(s, rest[0][0]):
+                # the rest ran calls that reached no kernel: one state covers both ways (what
+                # the calls wrote joined with what was there), with the calls' record
+                ran, value = rest[0]
+                why = f"depends on {self.source_text(operands[0])} at {self.current_file()}"
+                joined = join_states([ran, s], why)
+                out.append((joined, _either(stopped, value, joined)))
+            else:
+                out.append((s, stopped))
+                out.extend(rest)
         return out
 
     def ev_IfExp(self, st: PathState, node: ast.IfExp) -> Paths:
@@ -81,9 +98,8 @@ class ConditionsMixin(EngineBase):
                 if pt is not None and pt != isinstance(test.op, ast.And):
                     break
         why = v if isinstance(v, Unknown) else None
-        if t is None and isinstance(v, Instance) and v.cls is None:  # a container's contents
-            rest = st.fields(v).get(LIST_UNKNOWN)
-            why = rest if isinstance(rest, Unknown) else why
+        if t is None and isinstance(v, (DictVal, SetVal)):  # a container's contents
+            why = entries(st, v).rest or why
         return Decision(
             file=self.current_file(),
             line=test.lineno,
@@ -130,3 +146,62 @@ class ConditionsMixin(EngineBase):
                     continue
                 out.append(Input(text, describe(v), v.origins))
         return out
+
+
+def _known_truth(v: Value, truthy: bool) -> Value:
+    """`v` on the way where its truthiness is known to be `truthy`."""
+    if isinstance(v, Unknown):
+        return Unknown(v.reason, v.origins, truthy, v.kind)
+    return Unknown(
+        f"{describe(v)}, known {'true' if truthy else 'false'}",
+        v.origins,
+        truthy,
+        UnknownKind.UNSUPPORTED,
+    )
+
+
+def _either(a: Value, b: Value, st: PathState) -> Value:
+    """One value standing for `a` or `b`: their truthiness kept when they agree on it."""
+    ta, tb = truth_in(st, a), truth_in(st, b)
+    if (
+        isinstance(a, Const)
+        and isinstance(b, Const)
+        and type(a.value) is type(b.value)
+        and (a.value == b.value)
+    ):
+        return a
+    why = a if isinstance(a, Unknown) else b if isinstance(b, Unknown) else None
+    return Unknown(
+        why.reason if why else "one of two operands",
+        (*a.origins, *b.origins),
+        ta if ta == tb else None,
+        why.kind if why else UnknownKind.UNSUPPORTED,
+    )
+
+
+def _same_answer(before: PathState, after: PathState) -> bool:
+    """Did evaluating an operand leave the path's answer as it was (no kernel reached, nothing
+    raised or stopped, the same frames live)?"""
+    return (
+        len(after.sinks) == len(before.sinks)
+        and after.claims.keys() == before.claims.keys()
+        and not after.stopped
+        and after.raising is None
+        and len(after.envs) == len(before.envs)
+        and len(after.frames) == len(before.frames)
+    )
+
+
+def _no_effect(before: PathState, after: PathState) -> bool:
+    """Did evaluating an operand on a fork of `before` leave it as it was (no call recorded a
+    decision or a kernel, no object or name changed)?"""
+    return (
+        len(after.decisions) == len(before.decisions)
+        and len(after.sinks) == len(before.sinks)
+        and len(after.trail) == len(before.trail)
+        and after.heap == before.heap
+        and after.envs == before.envs
+        and after.memo.keys() == before.memo.keys()
+        and after.stopped == before.stopped
+        and after.raising is None
+    )

@@ -7,6 +7,7 @@ from typing import cast
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Paths
 from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.containers import str_dict
 from routescope.analysis.engine.imports import MODULE_STMT_STEPS
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -126,7 +127,7 @@ class ConstructMixin(EngineBase):
         for c in reversed(cls.mro()):
             for name in list(c.annotations):
                 hints[name] = self.annotation(c, name)
-        return Instance(None, {repr(k): v for k, v in hints.items()}, "dict")
+        return str_dict(hints)
 
     def annotation(self, cls: ClassVal, name: str) -> Value:
         ann = cls.annotations[name]

@@ -1,220 +1,319 @@
-"""Tracked containers (lists, tuples, dicts, sets) as a path sees them."""
+"""Containers as values: lists, tuples, dicts and sets.
+
+A list, dict or set is mutable: the value is its identity, and what it holds lives on each path
+(`PathState.contents`), so a write on one path is never seen by another (copy-on-write: the
+contents are immutable and replaced on every write). A tuple holds its items. Dict keys and set
+members compare as Python compares them, by value and hash (`True`, `1` and `1.0` are one key).
+"""
 
 from __future__ import annotations
 
-import ast
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING, Any, cast
 
-from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
+    SERIALS,
     ClassVal,
     Const,
+    EnumMember,
     External,
+    FunctionVal,
     Instance,
+    ModuleVal,
     OpenKeys,
+    Tensor,
     Unknown,
     UnknownKind,
     Value,
     merge_origins,
-    rest_of_dicts,
-    truth,
-)
-from routescope.analysis.library.builtins import (
-    ordered,
+    raises,
 )
 
+if TYPE_CHECKING:
+    pass
+
+# A for loop or comprehension over known items runs item by item up to this many items (the
+# step budgets still bound the work); beyond, a loop's body runs on a havoced state and a
+# comprehension is Unknown.
 SEQ_LIMIT = 2048
-LIST_UNKNOWN = "*"  # a list field that says its contents are no longer known
 
 
-def is_list(v: Value) -> bool:
-    """A mutable list the engine tracks item by item (fields "0".."n-1" in the path's view)."""
-    return isinstance(v, Instance) and v.cls is None and v.label == "list"
+class Seq:
+    """A list's items on one path; `items` None: not known (`why` says why). A list of unknown
+    length may still be known as a sequence of items some of which are perhaps absent
+    (`maybe`: (item, perhaps absent) in order; a join of paths that appended different items):
+    the list holds the sure ones and some of the others, in that order. A loop over it goes
+    through them, forking where one is perhaps there."""
 
+    __slots__ = ("items", "maybe", "why")
 
-def new_list(items: list[Value]) -> Instance:
-    return Instance(None, {str(i): v for i, v in enumerate(items)}, "list")
-
-
-def seq_items(st: PathState, v: Value) -> list[Value] | None:
-    """The items of a tracked tuple or list as this path sees them; None when not known."""
-    if isinstance(v, Instance) and v.cls is None and v.label in ("tuple", "list"):
-        f = st.fields(v) if v.label == "list" else v.fields
-        if LIST_UNKNOWN in f:
-            return None
-        return list(f.values())
-    return None
-
-
-def is_set(v: Value) -> bool:
-    """A mutable set the engine tracks by its items (fields keyed by each item's repr)."""
-    return isinstance(v, Instance) and v.cls is None and v.label == "set"
-
-
-def new_set(items: list[Value]) -> Value:
-    """A tracked set of these items; a set of unknown items is an unknown set."""
-    if not all(isinstance(i, Const) for i in items):
-        return Instance(
-            None,
-            {LIST_UNKNOWN: Unknown("set of unknown items", kind=UnknownKind.UNSUPPORTED)},
-            "set",
+    def __init__(
+        self,
+        items: Iterable[Value] | None,
+        why: Unknown | None = None,
+        maybe: Iterable[tuple[Value, bool]] | None = None,
+    ) -> None:
+        self.items: tuple[Value, ...] | None = tuple(items) if items is not None else None
+        self.why = why
+        self.maybe: tuple[tuple[Value, bool], ...] | None = (
+            tuple(maybe) if maybe is not None and items is None else None
         )
-    return Instance(None, {repr(i.value): i for i in items}, "set")  # type: ignore[attr-defined]
+
+    def layout(self) -> tuple[tuple[Value, bool], ...] | None:
+        """The items in order, each with whether it is perhaps absent; None when not known."""
+        if self.items is not None:
+            return tuple((v, False) for v in self.items)
+        return self.maybe
+
+    def extended(self, more: Iterable[Value]) -> Seq:
+        """This list after `more` was appended to it."""
+        if self.items is not None:
+            return Seq([*self.items, *more])
+        if self.maybe is None:
+            return self
+        return Seq(None, self.why, [*self.maybe, *((v, False) for v in more)])
 
 
-def set_items(st: PathState, v: Value) -> list[Value] | None:
-    """A tracked set's items as this path sees them, in one fixed order; None if unknown."""
-    f = st.fields(v) if isinstance(v, Instance) else {}
-    if LIST_UNKNOWN in f or not all(isinstance(v, Const) for v in f.values()):
-        return None  # (a join of paths whose sets differ leaves Unknown members)
-    return [f[k] for k in sorted(f)]
+class Entries:
+    """A dict's items (key -> (the key as first written, the value)) or a set's members (the
+    value is the member) on one path, in insertion order. `rest`: None when these are all;
+    OpenKeys when some of its keys may also be there (a join of paths that differed); another
+    Unknown when anything else may be there. Never changed in place."""
+
+    __slots__ = ("items", "rest")
+
+    def __init__(
+        self, items: dict[Hashable, tuple[Value, Value]], rest: Unknown | None = None
+    ) -> None:
+        self.items = items
+        self.rest = rest
+
+    def with_item(self, key: Value, value: Value) -> Entries:
+        k = key_of(key)
+        if k is UNTOLD or k is UNHASHABLE:
+            why = Unknown("written with a key routescope cannot tell", kind=UnknownKind.UNSUPPORTED)
+            return Entries({h: (kv, _perhaps(v, value)) for h, (kv, v) in self.items.items()}, why)
+        items = dict(self.items)
+        first = items.get(k)
+        items[k] = (first[0] if first is not None else key, value)  # Python keeps the first key
+        return Entries(items, self.rest)
+
+    def without(self, key: Hashable) -> Entries:
+        items = dict(self.items)
+        items.pop(key, None)
+        rest = self.rest
+        if isinstance(rest, OpenKeys) and key in rest.keys:
+            rest = OpenKeys(rest.keys - {key}, rest.reason) if len(rest.keys) > 1 else None
+        return Entries(items, rest)
+
+    def absent(self, key: Hashable) -> bool:
+        """Is `key` known not to be among these entries?"""
+        if key in self.items:
+            return False
+        return self.rest is None or (isinstance(self.rest, OpenKeys) and key not in self.rest.keys)
+
+    def closed(self) -> bool:
+        return self.rest is None
 
 
-def is_dict(v: Value) -> bool:
-    return isinstance(v, Instance) and v.cls is None and v.label == "dict"
+def _perhaps(old: Value, new: Value) -> Value:
+    """What an entry holds after a write with an unknown key: itself, or the new value."""
+    if old is new or (isinstance(old, Const) and isinstance(new, Const) and same_const(old, new)):
+        return old
+    return Unknown("perhaps overwritten through an unknown key", kind=UnknownKind.UNSUPPORTED)
 
 
-def open_set_minus(st: PathState, a: Value, b: Value) -> Value | None:
-    """`a - b` where `a` is a set with members only perhaps there (OpenKeys: the keys of a
-    joined dict) and `b` a known set: the same kind of set, closed when every perhaps-member
-    is removed. None when the operands are not of that kind."""
-    view = st.fields(a) if isinstance(a, Instance) else {}
-    rest = view.get(LIST_UNKNOWN)
-    if not isinstance(rest, OpenKeys) or not (
-        isinstance(b, Const) and isinstance(b.value, (set, frozenset))
-    ):
-        return None
-    gone = {repr(x) for x in b.value}
-    fields = {k: v for k, v in view.items() if k != LIST_UNKNOWN and k not in gone}
-    maybe = rest.keys - gone
-    if maybe:
-        fields[LIST_UNKNOWN] = OpenKeys(maybe, rest.reason)
-    return Instance(None, fields, "set")
+def same_const(a: Const, b: Const) -> bool:
+    """One Python value: equal and of one type (1 and True are equal keys but not one value)."""
+    return type(a.value) is type(b.value) and _equal(a.value, b.value)
 
 
-def update_view(view: dict[str, Value], other: dict[str, Value]) -> None:
-    """`view.update(other)` for two dicts' path views: what either may also hold ("*") is
-    combined, not overwritten by `other`'s."""
-    rest = rest_of_dicts([view.get(LIST_UNKNOWN), other.get(LIST_UNKNOWN)])
-    view.update(other)
-    if rest is not None:
-        view[LIST_UNKNOWN] = rest
-
-
-def key_absent(view: dict[str, Value], key: str) -> bool:
-    """Is `key` (a repr) known to be absent from a dict this path sees as `view`?"""
-    if key in view:
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
         return False
-    rest = view.get(LIST_UNKNOWN)
-    return rest is None or (isinstance(rest, OpenKeys) and key not in rest.keys)
 
 
-def items_of(st: PathState, v: Value) -> list[Value] | None:
-    """The items of a list, tuple or constant sequence, as this path sees them."""
-    if isinstance(v, Const) and isinstance(v.value, (list, tuple)):
-        return [Const(x, v.origins) for x in v.value]
-    return seq_items(st, v)
+class ListVal(Value):
+    """A mutable list: its items live on each path (`base` is what it held when made)."""
+
+    __slots__ = ("base", "serial")
+
+    def __init__(
+        self,
+        items: Iterable[Value] | None,
+        why: Unknown | None = None,
+        maybe: Iterable[tuple[Value, bool]] | None = None,
+    ) -> None:
+        super().__init__()
+        self.base = Seq(items, why, maybe)
+        self.serial = next(SERIALS)
+
+    def __repr__(self) -> str:
+        return "ListVal()"
 
 
-def snapshot(st: PathState, v: Value) -> Value:
-    """A list as this path sees it now, as an immutable value (a Const list when every item is
-    known, else a tuple object); a dict this path changed, as a copy of its view; every other
-    value as it is."""
-    if is_dict(v):
-        assert isinstance(v, Instance)
-        view = st.fields(v)
-        return v if view is v.fields else Instance(None, dict(view), "dict")
-    if is_set(v):
-        members = set_items(st, v)
-        if members is None:
-            return Unknown("set of unknown contents", kind=UnknownKind.UNSUPPORTED)
-        return Const({m.value for m in members}, merge_origins(*members))  # type: ignore[attr-defined]
-    if not is_list(v):
-        return v
-    items = seq_items(st, v)
-    if items is None:
-        return Unknown("list of unknown contents", kind=UnknownKind.UNSUPPORTED)
-    if all(isinstance(i, Const) for i in items):
-        return Const([i.value for i in items], merge_origins(*items))  # type: ignore[attr-defined]
-    return Instance(None, {str(i): x for i, x in enumerate(items)}, "tuple")
+class TupleVal(Value):
+    """A tuple of values some of which are not constants (a tuple of constants is a Const)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Iterable[Value], origins: tuple[str, ...] = ()) -> None:
+        super().__init__(origins)
+        self.items = tuple(items)
+
+    def __repr__(self) -> str:
+        return f"TupleVal({len(self.items)})"
 
 
-def truth_in(st: PathState, v: Value) -> bool | None:
-    """Truthiness as this path sees it: a tracked list is false when empty."""
-    if is_list(v):
-        items = seq_items(st, v)
-        return None if items is None else bool(items)
-    if is_dict(v) or is_set(v):
-        assert isinstance(v, Instance)
-        view = st.fields(v)
-        if LIST_UNKNOWN in view:
-            return True if len(view) > 1 and is_dict(v) else None  # a known key is there
-        return bool(view)
-    return truth(v)
+class DictVal(Value):
+    """A mutable dict: its items live on each path."""
+
+    __slots__ = ("base", "serial")
+
+    def __init__(self, entries: Entries | None = None) -> None:
+        super().__init__()
+        self.base = entries if entries is not None else Entries({})
+        self.serial = next(SERIALS)
+
+    def __repr__(self) -> str:
+        return "DictVal()"
 
 
-def iteration(v: Value, st: PathState) -> list[Value] | None:
-    if isinstance(v, Const) and isinstance(v.value, (tuple, list, frozenset, set, str, range)):
-        return [Const(x, v.origins) for x in ordered(v.value)]
-    if isinstance(v, Instance) and v.label in ("tuple", "list"):
-        return seq_items(st, v)
-    if is_set(v):
-        return set_items(st, v)
-    if isinstance(v, Instance) and v.cls is None and v.label == "dict":
-        f = st.fields(v)
-        if LIST_UNKNOWN in f:
-            return None
-        try:  # keys are stored as their repr
-            return [Const(ast.literal_eval(k)) for k in f]
-        except (ValueError, SyntaxError):
-            return None
-    if isinstance(v, ClassVal) and v.is_enum:
-        return [m for m in v.attrs.values() if type(m).__name__ == "EnumMember"]
+class SetVal(Value):
+    """A mutable set: its members live on each path."""
+
+    __slots__ = ("base", "serial")
+
+    def __init__(self, entries: Entries | None = None) -> None:
+        super().__init__()
+        self.base = entries if entries is not None else Entries({})
+        self.serial = next(SERIALS)
+
+    def __repr__(self) -> str:
+        return "SetVal()"
+
+
+Mutable = ListVal | DictVal | SetVal
+Contents = Seq | Entries
+
+
+class _Identity:
+    """The key of an object that hashes and compares by identity (a class, a function, an
+    enum member of a plain Enum): equal to no Python value."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: Hashable) -> None:
+        self.token = token
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.token == self.token
+
+    def __hash__(self) -> int:
+        return hash(self.token)
+
+
+class _Unhashable:
+    pass
+
+
+UNHASHABLE: Hashable = _Unhashable()  # key_of's answer for a list, dict or set: Python raises
+UNTOLD: Hashable = _Unhashable()  # key_of's answer for a value it cannot tell (an unknown)
+
+
+def key_of(v: Value) -> Hashable:
+    """`v` as a dict key or set member, compared as Python compares keys; UNTOLD when it
+    cannot be told (an unknown value), UNHASHABLE when Python raises TypeError."""
+    if isinstance(v, Const):
+        try:
+            hash(v.value)
+        except TypeError:
+            return UNHASHABLE
+        return cast(Hashable, v.value)
+    if isinstance(v, TupleVal):
+        keys = [key_of(i) for i in v.items]
+        if any(k is UNHASHABLE for k in keys):
+            return UNHASHABLE
+        return UNTOLD if any(k is UNTOLD for k in keys) else tuple(keys)
+    if isinstance(v, (ListVal, DictVal, SetVal)):
+        return UNHASHABLE
+    if isinstance(v, EnumMember):
+        if v.cls.external_bases() and any(
+            b in ("enum.IntEnum", "enum.StrEnum", "int", "str") for b in v.cls.external_bases()
+        ):  # a member of an int or str enum is equal to its value
+            return key_of(v.value)
+        return _Identity(("enum", id(v.cls), v.name))
+    if isinstance(v, FunctionVal):
+        return _Identity(("fn", id(v.node), id(v.bound)))
+    if isinstance(v, (ClassVal, ModuleVal, Tensor)):
+        return _Identity(id(v))
     if isinstance(v, External):
-        return None
-    return None
+        return _Identity(("ext", v.name))
+    if (
+        isinstance(v, Instance)
+        and v.cls is not None
+        and v.cls.lookup("__hash__") is None
+        and (v.cls.lookup("__eq__") is None and not v.cls.external_bases())
+    ):
+        return _Identity(id(v))
+    return UNTOLD
 
 
-def as_built(st: PathState, v: Value, depth: int) -> Value:
-    """A container as this path built it, as an object of its own: what a cached function
-    returns is read later on paths that do not share this one's writes."""
-    if not (isinstance(v, Instance) and v.cls is None and depth > 0):
-        return v
-    view = st.fields(v)
-    fields = {k: as_built(st, x, depth - 1) for k, x in view.items()}
-    if view is v.fields and all(fields[k] is view[k] for k in view):
-        return v
-    return Instance(None, fields, v.label)
+def new_list(items: Iterable[Value]) -> ListVal:
+    return ListVal(items)
 
 
-def set_of(items: list[Value]) -> Value:
-    try:
-        return new_set(items)
-    except TypeError:
-        return Unknown("set() of unhashable items", kind=UnknownKind.UNSUPPORTED)
+def unknown_list(why: str, kind: UnknownKind = UnknownKind.UNSUPPORTED) -> ListVal:
+    return ListVal(None, Unknown(why, kind=kind))
 
 
-def tuple_of(items: list[Value]) -> Instance:
-    return Instance(None, {str(i): v for i, v in enumerate(items)}, "tuple")
+def new_tuple(items: Iterable[Value], origins: tuple[str, ...] = ()) -> Value:
+    """A tuple: a Const when every item is one, else a TupleVal."""
+    vals = list(items)
+    if all(isinstance(i, Const) for i in vals):
+        return Const(tuple(i.value for i in vals), origins or merge_origins(*vals))  # type: ignore[attr-defined]
+    return TupleVal(vals, origins)
 
 
-def index_of(v: Value) -> int | None:
-    if isinstance(v, Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
-        return v.value
-    return None
+def new_dict(pairs: Iterable[tuple[Value, Value]], rest: Unknown | None = None) -> DictVal:
+    entries = Entries({}, rest)
+    for k, v in pairs:
+        entries = entries.with_item(k, v)
+    return DictVal(entries)
 
 
-def unknown_list() -> Instance:
-    return Instance(
-        None,
-        {LIST_UNKNOWN: Unknown("copy of a list of unknown contents", kind=UnknownKind.UNSUPPORTED)},
-        "list",
-    )
+def str_dict(items: dict[str, Value]) -> DictVal:
+    """A dict of string keys (keyword arguments, attributes read as a dict)."""
+    return DictVal(Entries({k: (Const(k), v) for k, v in items.items()}))
 
 
-def key_value(key: str) -> Value:
-    import ast as _ast
+def new_set(members: Iterable[Value]) -> Value:
+    """A set of these members; Unknown when Python raises (an unhashable member)."""
+    entries = Entries({})
+    for m in members:
+        if key_of(m) is UNHASHABLE:
+            return raises("TypeError", "a set of unhashable members")
+        entries = entries.with_item(m, m)
+    return SetVal(entries)
 
-    try:
-        return Const(_ast.literal_eval(key))
-    except (ValueError, SyntaxError):
-        return Unknown("dict key", kind=UnknownKind.UNSUPPORTED)
+
+def is_mutable(v: Value) -> bool:
+    return isinstance(v, (ListVal, DictVal, SetVal))
+
+
+def from_python(value: Any, origins: tuple[str, ...] = ()) -> Value:
+    """A Python value read from a file or computed by a pure builtin, as a value: a list, dict
+    or set becomes a container this path may change; immutable values stay constants."""
+    if isinstance(value, list):
+        return ListVal([from_python(x, origins) for x in value])
+    if isinstance(value, dict):
+        return new_dict(
+            (from_python(k, origins), from_python(x, origins)) for k, x in value.items()
+        )
+    if isinstance(value, set):
+        return new_set(Const(x, origins) for x in value)
+    if isinstance(value, tuple) and any(isinstance(x, (list, dict, set)) for x in value):
+        return TupleVal([from_python(x, origins) for x in value], origins)
+    return Const(value, origins)

@@ -26,6 +26,7 @@ from routescope.analysis.engine.loops import LoopsMixin
 from routescope.analysis.engine.objects import ObjectsMixin
 from routescope.analysis.engine.operators import OperatorsMixin
 from routescope.analysis.engine.sinks import SinksMixin
+from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.stmts import StmtMixin
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -65,6 +66,8 @@ class Engine(
         self._in_module_getattr: set[str] = set()
         self._memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]] = {}
         self.not_built: set[ClassVal] = set()
+        # memos other paths filled, each with what it read (see Reads)
+        self._shared: dict[tuple[Any, ...], list[Any]] = {}
         self._memo_keep: list[Value] = []  # values whose ids are in memo keys
         # While a model's own constructor runs for its side effects: the one class whose body
         # is built; every other torch module it constructs stays a bare object.
@@ -82,6 +85,20 @@ class Engine(
         # own loader builds it): called with the path, the arguments and the call node
         self.construct_hooks: dict[ClassVal, Any] = {}
         self._texts: dict[int, tuple[ast.AST, str]] = {}  # id(node) -> (node, its source)
+        # set-up code that raises for want of runtime state no phase builds (process groups
+        # and ranks of a running worker): a call that raises uncaught reads as returning an
+        # unknown value, while `tolerant` (see phases/setup.run_phase)
+        self.tolerant = False
+        # modules whose body raises when imported: (module, the exception, where)
+        self.import_errors: list[tuple[str, Value, tuple[str, int, str] | None]] = []
+        self.compiling: list[str] = []  # the torch.compile'd functions being entered
+        self.raises: list[tuple[str, PathState]] = []  # set-up ways that raised (see phases)
+        # phases every way through raised: the deployment fails there, or routescope does not
+        # build state a running server has; either way no path past them is selected
+        self.fatal: list[str] = []
+        self.staged: list[str] = []  # steps routescope staged itself that raised (see phases)
+        self._closure_env: dict[str, Value] | None = None  # what the running function closes over
+        self._self_stack: list[tuple[Value | None, ClassVal | None]] = []
 
     # --- context -----------------------------------------------------------------------------
 

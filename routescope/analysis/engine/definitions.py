@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from routescope.analysis.engine.base import Ctx, EngineBase
+from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -38,6 +39,16 @@ class DefinitionsMixin(EngineBase):
                 names.append(self.source_text(head))
         return tuple(names)
 
+    def _closure_of(self, env: dict[str, Value]) -> dict[str, Value]:
+        """What a function defined in `env`'s scope closes over: that scope's variables, read
+        at call time from the frame while it is live on the path (Python's cells: late
+        binding), else as they were at the definition; and the scopes around it, likewise."""
+        outer = self._closure_env or {}
+        frames = outer.get(CLOSURE_FRAMES)
+        token = env.get(FRAME_KEY)
+        chain = (token, *(frames.value if isinstance(frames, Const) else ()))
+        return {**outer, **env, CLOSURE_FRAMES: Const(tuple(t for t in chain if t is not None))}
+
     def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value:
         mod = self.ctx[-1].module
         owner_prefix = self.ctx[-1].prefix
@@ -47,9 +58,13 @@ class DefinitionsMixin(EngineBase):
             # a bare name there in the enclosing function, then the module), so a method that
             # calls the module's function of its own name calls the function
             scopes = st.envs[: len(st.envs) - owner_prefix.count(".")]
-            closure = dict(scopes[-1]) if scopes and scopes[-1] is not mod.globals else None
+            closure = (
+                self._closure_of(scopes[-1]) if scopes and scopes[-1] is not mod.globals else None
+            )
         else:
-            closure = dict(st.env) if len(st.envs) > 1 or st.env is not mod.globals else None
+            closure = (
+                self._closure_of(st.env) if len(st.envs) > 1 or st.env is not mod.globals else None
+            )
         fn = FunctionVal(
             qual,
             node,
@@ -76,10 +91,10 @@ class DefinitionsMixin(EngineBase):
         for p, d in pairs:
             if isinstance(d, ast.Constant):
                 continue  # the same wherever it is evaluated
-            got = self.ev(st.fork(), d)
+            got = self.single(st, d)  # in the defining scope, raising there if it raises
             out[p.arg] = (
-                got[0][1]
-                if len(got) == 1
+                got
+                if got is not None
                 else Unknown(f"default of {p.arg}", kind=UnknownKind.UNSUPPORTED)
             )
         return out or None
@@ -103,7 +118,7 @@ class DefinitionsMixin(EngineBase):
     def make_lambda(self, st: PathState, node: ast.Lambda) -> Value:
         """A lambda closes over the variables in scope where it is written."""
         mod = self.ctx[-1].module
-        closure = dict(st.env) if st.env is not mod.globals else None
+        closure = self._closure_of(st.env) if st.env is not mod.globals else None
         return FunctionVal(
             f"{mod.name}:<lambda:{node.lineno}>",
             node,
@@ -164,7 +179,7 @@ class DefinitionsMixin(EngineBase):
                 continue
             if outcomes:
                 st = outcomes[0][0]
-                st.commit()  # descriptors built in a class body keep what their __init__ set
+                self.commit(st)  # descriptors built in a class body keep what their __init__ set
         for key, val in st.env.items():
             if cls.is_enum and not isinstance(val, FunctionVal) and not key.startswith("_"):
                 if isinstance(val, External) and val.name.endswith("auto"):
@@ -178,6 +193,6 @@ class DefinitionsMixin(EngineBase):
                 if isinstance(setter, FunctionVal):
                     set_st = PathState(envs=[{}])
                     self.invoke(set_st, setter.bind(val), [cls, Const(key)], {}, None)
-                    set_st.commit()
+                    self.commit(set_st)
 
     # --- calls ---------------------------------------------------------------------------------

@@ -10,35 +10,43 @@ from typing import Any
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.containers import (
-    LIST_UNKNOWN,
-    is_list,
-    is_set,
-    items_of,
-    iteration,
-    new_list,
+    DictVal,
+    Entries,
+    ListVal,
+    SetVal,
+    TupleVal,
+    from_python,
     new_set,
-    open_set_minus,
+    new_tuple,
+)
+from routescope.analysis.engine.contents import (
+    contains,
+    dict_get,
+    entries,
+    iteration,
+    layout_of,
+    seq_items,
     snapshot,
     truth_in,
-    update_view,
 )
+from routescope.analysis.engine.merging import merge_partials
 from routescope.analysis.engine.operators import BINOPS
+from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
+    AtLeast,
     ClassVal,
     Const,
     External,
     FunctionVal,
-    Instance,
     Tensor,
     Unknown,
     UnknownKind,
     Value,
+    may_raise,
     merge_origins,
+    raises,
     unknown_from,
-)
-from routescope.analysis.library.builtins import (
-    ordered,
 )
 from routescope.analysis.library.records import ANNOTATED
 from routescope.analysis.library.typing import annotated
@@ -59,45 +67,49 @@ class ExprMixin(EngineBase):
                 )
             ]
         result: Paths = method(st, node)
+        if any(isinstance(v, Unknown) and v.exc is not None for _, v in result):
+            result = self._raising(node, result)
         return result
+
+    def _raising(self, node: ast.expr, result: Paths) -> Paths:
+        """A builtin operation that raises (or may: then a fork raises) ends its statement with
+        the exception, as Python does; the value left carries no exception on."""
+        out: Paths = []
+        where = (self.current_file(), getattr(node, "lineno", 0), self.current_function())
+        for s, v in result:
+            if not (isinstance(v, Unknown) and v.exc is not None) or s.raising is not None:
+                out.append((s, v))
+                continue
+            if v.maybe:
+                out.append((s, Unknown(v.reason, v.origins, v.truthy, v.kind)))
+                s = s.fork()
+            s.raising = External(v.exc) if isinstance(v.exc, str) else v.exc
+            s.raised_at = s.raised_at if not isinstance(v.exc, str) else where
+            out.append((s, Unknown(v.reason, v.origins, kind=UnknownKind.RAISED)))
+        return out
 
     def ev_seq(self, st: PathState, nodes: list[ast.expr]) -> list[tuple[PathState, list[Value]]]:
         acc: list[tuple[PathState, list[Value]]] = [(st, [])]
         for n in nodes:
             nxt: list[tuple[PathState, list[Value]]] = []
             for s, vals in acc:
+                if s.raising is not None:  # an earlier part raised: the rest is not evaluated
+                    nxt.append((s, [*vals, Unknown("not evaluated", kind=UnknownKind.RAISED)]))
+                    continue
                 if isinstance(n, ast.Starred):
                     for s2, v in self.ev(s, n.value):
                         seq = iteration(v, s2)  # *a_list, *a_set, *a_dict (its keys), ...
-                        if seq is not None:
-                            nxt.append((s2, [*vals, *seq]))
-                        elif is_list(v) or is_set(v):
-                            nxt.append(
-                                (
-                                    s2,
-                                    [
-                                        *vals,
-                                        Unknown(
-                                            "starred list of unknown contents",
-                                            kind=UnknownKind.UNSUPPORTED,
-                                        ),
-                                    ],
-                                )
-                            )
-                        else:
-                            nxt.append(
-                                (
-                                    s2,
-                                    [
-                                        *vals,
-                                        Unknown("starred argument", kind=UnknownKind.UNSUPPORTED),
-                                    ],
-                                )
-                            )
+                        why = "a starred argument of unknown contents"
+                        more = (
+                            seq if seq is not None else [Unknown(why, kind=UnknownKind.UNSUPPORTED)]
+                        )
+                        nxt.append((s2, [*vals, *more]))
                     continue
                 for s2, v in self.ev(s, n):
                     nxt.append((s2, [*vals, v]))
             acc = nxt
+            if len(acc) > self.budget.merge_at:  # each forking part would double the paths
+                acc = merge_partials(acc, f"{self.current_file()}:{n.lineno}")
         return acc
 
     def ev_Constant(self, st: PathState, node: ast.Constant) -> Paths:
@@ -132,144 +144,86 @@ class ExprMixin(EngineBase):
     def ev_Attribute(self, st: PathState, node: ast.Attribute) -> Paths:
         out: Paths = []
         for s, obj in self.ev(st, node.value):
-            out.extend(self.attribute(s, obj, node.attr))
+            for s2, v in self.attribute(s, obj, node.attr):
+                if (
+                    isinstance(obj, Const)
+                    and isinstance(v, Unknown)
+                    and v.kind is UnknownKind.ABSENT
+                ):  # a constant is a real Python value: `None.x` raises, as Python does
+                    v = raises("AttributeError", v.reason)
+                out.append((s2, v))
         return out
 
-    def ev_Tuple(self, st: PathState, node: ast.Tuple | ast.List) -> Paths:
-        out: Paths = []
-        for s, vals in self.ev_seq(st, list(node.elts)):
-            if isinstance(node, ast.List) and (
-                not vals or not all(isinstance(v, Const) for v in vals)
-            ):
-                out.append((s, new_list(vals)))  # mutable: append and friends go to the path
-            elif all(isinstance(v, Const) for v in vals):
-                seq = tuple(v.value for v in vals)  # type: ignore[attr-defined]
-                out.append(
-                    (
-                        s,
-                        Const(
-                            seq if isinstance(node, ast.Tuple) else list(seq), merge_origins(*vals)
-                        ),
-                    )
-                )
-            else:
-                out.append((s, Instance(None, {str(i): v for i, v in enumerate(vals)}, "tuple")))
-        return out
+    def ev_Tuple(self, st: PathState, node: ast.Tuple) -> Paths:
+        return [(s, new_tuple(vals)) for s, vals in self.ev_seq(st, list(node.elts))]
 
-    ev_List = ev_Tuple
+    def ev_List(self, st: PathState, node: ast.List) -> Paths:
+        # a new list: append and friends change it on the path that made the change
+        return [(s, ListVal(vals)) for s, vals in self.ev_seq(st, list(node.elts))]
 
     def ev_Set(self, st: PathState, node: ast.Set) -> Paths:
-        out: Paths = []
-        for s, vals in self.ev_seq(st, list(node.elts)):
-            try:
-                out.append((s, new_set(vals)))
-            except TypeError:  # an unhashable item: the real code raises
-                out.append((s, Unknown("set of unhashable items", kind=UnknownKind.UNSUPPORTED)))
-        return out
+        return [(s, new_set(vals)) for s, vals in self.ev_seq(st, list(node.elts))]
 
     def ev_Dict(self, st: PathState, node: ast.Dict) -> Paths:
-        keys = [k for k in node.keys if k is not None]
-        if len(keys) != len(node.keys):
-            return self._dict_with_unpacking(st, node)
+        """`{k: v, **more}`: items in order, later ones win (a key equal to an earlier one
+        keeps the earlier key object, as Python does)."""
+        parts = [k if k is not None else ast.Constant(None) for k in node.keys]
         out: Paths = []
-        for s, vals in self.ev_seq(st, [*keys, *node.values]):
-            ks, vs = vals[: len(keys)], vals[len(keys) :]
-            if all(isinstance(k, Const) for k in ks):
-                fields = {repr(k.value): v for k, v in zip(ks, vs, strict=False)}  # type: ignore[attr-defined]
-                inst = Instance(None, fields, "dict")
-                out.append((s, inst))
-            else:
-                out.append((s, Unknown("dict with unknown keys", kind=UnknownKind.UNSUPPORTED)))
+        for s, vals in self.ev_seq(st, [*parts, *node.values]):
+            ks, vs = vals[: len(parts)], vals[len(parts) :]
+            e = Entries({})
+            for key_node, k, v in zip(node.keys, ks, vs, strict=True):
+                if key_node is not None:
+                    e = e.with_item(k, v)
+                    continue
+                v = snapshot(s, v)
+                if isinstance(v, DictVal):
+                    e = merged(e, entries(s, v))
+                else:  # ** of a mapping routescope does not track
+                    why = Unknown(
+                        "a dict with ** of an unknown mapping", kind=UnknownKind.UNSUPPORTED
+                    )
+                    e = Entries({h: (kv, _any_of(x, why)) for h, (kv, x) in e.items.items()}, why)
+            out.append((s, DictVal(e)))
         return out
-
-    def _dict_with_unpacking(self, st: PathState, node: ast.Dict) -> Paths:
-        """`{**a, "k": v, **b}`: items in order, later ones win; unknown when a part is."""
-        fields: dict[str, Value] = {}
-        for key, value in zip(node.keys, node.values, strict=True):
-            if key is None:
-                part = self.single(st, value)
-                if not (isinstance(part, Instance) and part.label == "dict" and part.cls is None):
-                    return [
-                        (
-                            st,
-                            Unknown(
-                                "dict with ** of an unknown mapping", kind=UnknownKind.UNSUPPORTED
-                            ),
-                        )
-                    ]
-                update_view(fields, st.fields(part))
-                continue
-            k, v = self.single(st, key), self.single(st, value)
-            if not isinstance(k, Const) or v is None:
-                return [(st, Unknown("dict with unknown keys", kind=UnknownKind.UNSUPPORTED))]
-            fields[repr(k.value)] = v
-        return [(st, Instance(None, fields, "dict"))]
 
     def ev_BinOp(self, st: PathState, node: ast.BinOp) -> Paths:
         out: Paths = []
         for s, (a, b) in self.ev_seq(st, [node.left, node.right]):
-            fn = BINOPS.get(type(node.op))
-            if isinstance(node.op, ast.Sub) and is_set(a):
-                less = open_set_minus(s, a, snapshot(s, b))
-                if less is not None:
-                    out.append((s, less))
-                    continue
-            if is_set(a) or is_set(b):  # set algebra on this path's members: a new set
-                a, b = snapshot(s, a), snapshot(s, b)
-                if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
-                    try:
-                        got = fn(a.value, b.value)
-                    except Exception as exc:
-                        out.append(
-                            (
-                                s,
-                                Unknown(
-                                    f"{type(exc).__name__} in {self.source_text(node)}",
-                                    kind=UnknownKind.UNSUPPORTED,
-                                ),
-                            )
-                        )
-                        continue
-                    made = (
-                        new_set([Const(x) for x in ordered(got)])
-                        if isinstance(got, set)
-                        else Const(got, merge_origins(a, b))
-                    )
-                    out.append((s, made))
-                    continue
-            if isinstance(node.op, ast.Add) and (is_list(a) or is_list(b)):
-                left, right = items_of(s, a), items_of(s, b)
-                joined = (
-                    new_list(left + right)
-                    if left is not None and right is not None
-                    else Unknown(
-                        "concatenation of a list of unknown contents", kind=UnknownKind.UNSUPPORTED
-                    )
-                )
-                out.append((s, joined))
-                continue
-            if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
-                try:
-                    out.append((s, Const(fn(a.value, b.value), merge_origins(a, b))))
-                    continue
-                except Exception as exc:
-                    out.append(
-                        (
-                            s,
-                            Unknown(
-                                f"{type(exc).__name__} in {self.source_text(node)}",
-                                kind=UnknownKind.UNSUPPORTED,
-                            ),
-                        )
-                    )
-                    continue
-            if isinstance(a, Tensor):
-                out.append((s, Tensor(producer=a.producer, made_at=a.made_at)))
-            elif isinstance(b, Tensor):
-                out.append((s, Tensor(producer=b.producer, made_at=b.made_at)))
-            else:
-                out.append((s, unknown_from(f"{self.source_text(node)}", a, b)))
+            out.append((s, self.binop(s, node, a, b)))
         return out
+
+    def binop(self, st: PathState, node: ast.BinOp, a: Value, b: Value) -> Value:
+        fn = BINOPS.get(type(node.op))
+        if isinstance(a, SetVal) or isinstance(b, SetVal):
+            return set_algebra(st, node.op, a, b)
+        if isinstance(a, DictVal) and isinstance(b, DictVal) and isinstance(node.op, ast.BitOr):
+            return DictVal(merged(entries(st, a), entries(st, b)))  # d1 | d2: a new dict
+        if isinstance(node.op, (ast.Add, ast.Mult)) and (
+            isinstance(a, (ListVal, TupleVal)) or isinstance(b, (ListVal, TupleVal))
+        ):
+            return sequence_op(st, node.op, a, b)
+        if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
+            try:
+                return Const(fn(a.value, b.value), merge_origins(a, b))
+            except Exception as exc:
+                return raises(
+                    type(exc).__name__, f"{type(exc).__name__} in {self.source_text(node)}"
+                )
+        zero = (isinstance(b, Unknown) and not (isinstance(b, AtLeast) and b.low > 0)) or (
+            isinstance(b, Const) and isinstance(b.value, (int, float)) and b.value == 0
+        )
+        if (
+            isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod))
+            and zero
+            and (not isinstance(a, Tensor))
+        ):  # a divisor that is 0, or may be: a number raises, a tensor would not
+            return may_raise("ZeroDivisionError", unknown_from(self.source_text(node), a, b))
+        if isinstance(a, Tensor):
+            return Tensor(producer=a.producer, made_at=a.made_at, role=a.role)
+        if isinstance(b, Tensor):
+            return Tensor(producer=b.producer, made_at=b.made_at, role=b.role)
+        return unknown_from(f"{self.source_text(node)}", a, b)
 
     def ev_UnaryOp(self, st: PathState, node: ast.UnaryOp) -> Paths:
         out: Paths = []
@@ -296,7 +250,7 @@ class ExprMixin(EngineBase):
     def ev_Subscript(self, st: PathState, node: ast.Subscript) -> Paths:
         out: Paths = []
         for s, (obj, idx) in self.ev_seq(st, [node.value, node.slice]):
-            out.append((s, self.subscript(snapshot(s, obj), idx)))
+            out.append((s, self.subscript(s, obj, idx)))
         return out
 
     def ev_Slice(self, st: PathState, node: ast.Slice) -> Paths:
@@ -311,33 +265,63 @@ class ExprMixin(EngineBase):
                 out.append((s, Unknown("slice", kind=UnknownKind.UNSUPPORTED)))
         return out
 
-    def subscript(self, obj: Value, idx: Value) -> Value:
+    def subscript(self, st: PathState, obj: Value, idx: Value) -> Value:
+        if isinstance(obj, DictVal):
+            got = dict_get(st, obj, idx)
+            if got is None:
+                return raises("KeyError", "a dict lookup of a missing key")
+            if isinstance(got, Unknown) and not self._surely_in(st, obj, idx):
+                return may_raise("KeyError", got)  # the key may be missing
+            return got
+        if isinstance(obj, ListVal) and isinstance(idx, Const) and type(idx.value) is int:
+            return self._list_item(st, obj, idx.value)
+        obj = snapshot(st, obj)
         if isinstance(obj, Const) and isinstance(idx, Const):
             try:
-                return Const(obj.value[idx.value], merge_origins(obj, idx))
-            except Exception:
-                return Unknown("subscript raised", kind=UnknownKind.RAISED)
+                return from_python(obj.value[idx.value], merge_origins(obj, idx))
+            except Exception as exc:
+                return raises(type(exc).__name__, "subscript raised")
         if isinstance(obj, Tensor):
-            return Tensor(producer=obj.producer, made_at=obj.made_at)
-        if isinstance(obj, Instance) and isinstance(idx, Const):
+            return Tensor(producer=obj.producer, made_at=obj.made_at, role=obj.role)
+        if isinstance(obj, TupleVal) and isinstance(idx, Const):
             at = idx.value
-            if obj.label == "tuple" and obj.cls is None and isinstance(at, slice):
-                items = list(obj.fields.values())[at]  # t[1:]
-                return Instance(None, {str(i): v for i, v in enumerate(items)}, "tuple")
-            if obj.label == "tuple" and isinstance(at, int) and not isinstance(at, bool) and at < 0:
-                at += len(obj.fields)  # t[-1]
-            key = repr(idx.value) if obj.label == "dict" else str(at)
-            if key in obj.fields:
-                return obj.fields[key]
-            if obj.label == "dict" and isinstance(obj.fields.get(LIST_UNKNOWN), Unknown):
-                return unknown_from("subscript of unknown", obj.fields[LIST_UNKNOWN])
+            if isinstance(at, slice):
+                return new_tuple(obj.items[at])  # t[1:]
+            if isinstance(at, int) and -len(obj.items) <= at < len(obj.items):
+                return obj.items[at]
+            return raises("IndexError", "a tuple index out of range")
         if isinstance(obj, FunctionVal):
             return obj  # kernel[grid]: the launcher is the kernel
         if isinstance(obj, External) and obj.name in ANNOTATED:
             return annotated(idx)
         if isinstance(obj, (External, ClassVal)):
             return obj  # typing generics, Optional[int]
-        return unknown_from("subscript of unknown", obj, idx)
+        got = unknown_from("subscript of unknown", obj, idx)
+        if isinstance(obj, (TupleVal, Const)) and isinstance(idx, Unknown):
+            return may_raise("IndexError", got)  # a known sequence at an unknown index
+        return got
+
+    def _list_item(self, st: PathState, obj: ListVal, at: int) -> Value:
+        """A list at a known index: its item where the list's items are known up to there
+        (none perhaps absent), an IndexError past a known end; a list of unknown length may
+        be too short, so the way that raises is kept beside the one that goes on."""
+        items = seq_items(st, obj)
+        if items is not None:
+            if -len(items) <= at < len(items):
+                return items[at]
+            return raises("IndexError", "list index out of range")
+        layout = layout_of(obj, st)
+        if (
+            layout is not None
+            and 0 <= at < len(layout)
+            and not any(perhaps for _, perhaps in layout[: at + 1])
+        ):
+            return layout[at][0]
+        why = st.contents(obj).why or Unknown("an item of a list of unknown length")
+        return may_raise("IndexError", unknown_from("an item of a list of unknown length", why))
+
+    def _surely_in(self, st: PathState, d: DictVal, key: Value) -> bool:
+        return contains(st, d, key) is True
 
     def ev_Lambda(self, st: PathState, node: ast.Lambda) -> Paths:
         return [(st, self.make_lambda(st, node))]
@@ -366,19 +350,28 @@ class ExprMixin(EngineBase):
         return self.ev(st, node.value)
 
     def ev_Call(self, st: PathState, node: ast.Call) -> Paths:
+        """The callee, then the positional arguments (*args expand), then the keyword ones
+        (f(**d): d's string keys), in Python's order."""
         out: Paths = []
         kw_nodes = [k for k in node.keywords if k.arg is not None]
         star_kw = [k.value for k in node.keywords if k.arg is None]
-        for s, head in self.ev_seq(st, [node.func, *(k.value for k in kw_nodes), *star_kw]):
-            fn, kwvals, extras = head[0], head[1 : 1 + len(kw_nodes)], head[1 + len(kw_nodes) :]
-            kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals, strict=False) if k.arg is not None}
-            for extra in extras:
-                extra = snapshot(s, extra)
-                if isinstance(extra, Instance) and extra.label == "dict":
-                    for key, v in extra.fields.items():
-                        kwargs[key.strip("'\"")] = v
-            for s2, args in self.ev_seq(s, list(node.args)):  # *args expand here
-                out.extend(self.call(s2, fn, args, dict(kwargs), node))
+        for s, head in self.ev_seq(st, [node.func, *node.args]):
+            fn, args = head[0], head[1:]
+            for s2, tail in self.ev_seq(s, [*(k.value for k in kw_nodes), *star_kw]):
+                kwvals, extras = tail[: len(kw_nodes)], tail[len(kw_nodes) :]
+                kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals, strict=True) if k.arg}
+                for extra in extras:
+                    if isinstance(extra, DictVal):
+                        for key, v in entries(s2, extra).items.values():
+                            if isinstance(key, Const) and isinstance(key.value, str):
+                                kwargs[key.value] = v
+                if s2.raising is not None:  # the callee or an argument raised: no call
+                    out.append((s2, Unknown("not called", kind=UnknownKind.RAISED)))
+                    continue
+                out.extend(self.call(s2, fn, list(args), kwargs, node))
         return out
 
-    # --- conditions -------------------------------------------------------------------------
+
+def _any_of(old: Value, why: Unknown) -> Value:
+    """An item a ** of an unknown mapping may have overwritten."""
+    return why if not isinstance(old, Const) else Unknown(why.reason, kind=why.kind)

@@ -6,24 +6,43 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from routescope.analysis.engine.values import Value
+
+# What computes a top-k, by how it is built: a compiled extension's kernel (an op of a C/CUDA
+# extension, a CUDA module compiled or loaded at run time), a triton.jit kernel, a function
+# torch.compile compiles, plain torch ops, or a MoE kernel that routes inside its own launch.
+KINDS = ("cuda_kernel", "triton", "torch_compile", "torch", "fused_moe_kernel")
 
 
 @dataclass(frozen=True, slots=True)
 class SinkRule:
     id: str
-    kind: str
+    kind: str  # one of KINDS
     external: str = ""  # glob on the external callee, "sgl_kernel.*"
     decorator: str = ""  # glob on a framework function's decorator, "torch.compile"
     args: tuple[str, ...] = ()  # the call's keyword arguments reports show (routing_method_type)
+    provider: str = ""  # the library the kernel comes from: sgl_kernel, flashinfer, jit, torch...
 
     def matches_external(self, name: str) -> bool:
         return bool(self.external) and fnmatch.fnmatchcase(name, self.external)
 
     def matches_decorator(self, names: tuple[str, ...]) -> bool:
         return bool(self.decorator) and any(fnmatch.fnmatchcase(d, self.decorator) for d in names)
+
+
+# kernels recognised by how they are built, whatever the framework
+TRITON_JIT = SinkRule("triton.jit", "triton", decorator="triton.jit", provider="triton")
+TORCH_COMPILE = SinkRule("torch.compile", "torch_compile", decorator="torch.compile",
+                         provider="torch")  # fmt: skip
+TORCH_TOPK = SinkRule("torch.topk", "torch", external="torch.topk", provider="torch")
+# an op of a compiled torch extension (torch.ops.<namespace>.<op>)
+TORCH_OP = SinkRule("torch.ops", "cuda_kernel", external="torch.ops.*")
+# a function of a CUDA module compiled or loaded at run time (tvm-ffi, torch cpp_extension)
+JIT_MODULE = SinkRule("jit-module", "cuda_kernel", provider="jit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +54,18 @@ class Checkpoint:
     local: bool  # a local directory (False: a hub id, not a path on this machine)
     files: frozenset[str] | None
     origin: str
+    # JSON files of the checkpoint routescope read (relpath -> what they hold): what the
+    # server's own open() and json.load() of them find
+    documents: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def document(self, path: str) -> tuple[str, Any] | None:
+        """(relpath, contents) of a JSON file of the checkpoint routescope read, at `path`."""
+        root = posixpath.normpath(self.root)
+        norm = posixpath.normpath(path)
+        if not self.local or not norm.startswith(root + "/"):
+            return None
+        rel = norm[len(root) + 1 :]
+        return (rel, self.documents[rel]) if rel in self.documents else None
 
     def query(self, kind: str, path: str) -> bool | None:
         """os.path.exists/isfile/isdir (`kind`: exists, file, dir) of `path`; None: unknown."""
@@ -62,6 +93,17 @@ class Checkpoint:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Assumption:
+    """A fact an answer rests on that the code cannot show: a platform primitive's value, a
+    package's availability, a rule's summary of a function, an environment variable's state."""
+
+    kind: str  # platform | package | summary | environment | startup
+    name: str
+    value: str
+    source: str  # where it comes from: the rule file (and its table), or the user's flag
+
+
 @dataclass
 class Facts:
     attributes: dict[str, Value] = field(default_factory=dict)  # "torch.version.cuda"
@@ -76,16 +118,84 @@ class Facts:
     # reported as an assumption); False: its value is unknown and conditions on it fork.
     env_unset_means_absent: bool = False
     checkpoint: Checkpoint | None = None
+    source: str = "the rules"  # the rule file these facts come from
+    given_packages: frozenset[str] = frozenset()  # the user's --package entries
+    # the facts read so far, by (kind, name): what the answers rest on
+    used: dict[tuple[str, str], Assumption] = field(default_factory=dict)
+
+    def assume(self, kind: str, name: str, value: str, source: str) -> None:
+        self.used.setdefault((kind, name), Assumption(kind, name, value, source))
+
+    def call_fact(self, name: str) -> Value | None:
+        """The value a platform primitive returns on the target (rules' platform.calls)."""
+        got = self.calls.get(name)
+        if got is not None:
+            self.assume("platform", f"{name}()", _shown(got), f"{self.source} platform.calls")
+        return got
+
+    def attribute_fact(self, name: str) -> Value | None:
+        """A platform attribute's value on the target (rules' platform.attributes)."""
+        got = self.attributes.get(name)
+        if got is not None:
+            self.assume("platform", name, _shown(got), f"{self.source} platform.attributes")
+        return got
+
+    def summary_for(self, qualname: str) -> str | None:
+        """The rules' summary of a framework function (what it returns, as an expression)."""
+        got = self.summaries.get(qualname)
+        if got is not None:
+            self.assume("summary", qualname, f"returns {got}", f"{self.source} summaries")
+        return got
+
+    def env_unset(self, var: str) -> None:
+        self.assume("environment", var, "unset", f"{self.source} env_unset = absent")
 
     def sink_for_external(self, name: str) -> SinkRule | None:
-        return next((s for s in self.sinks if s.matches_external(name)), None)
+        """The rules' sink for a library's function, else a compiled torch extension's op
+        (torch.ops.*) or torch.topk."""
+        found = next((s for s in self.sinks if s.matches_external(name)), None)
+        if found is not None:
+            return found
+        if name.startswith("torch.ops.") and name.count(".") >= 3:
+            return TORCH_OP
+        return TORCH_TOPK if name == "torch.topk" else None
 
     def sink_for_decorators(self, names: tuple[str, ...]) -> SinkRule | None:
-        return next((s for s in self.sinks if s.matches_decorator(names)), None)
+        """The rules' sink for a decorated function, else how Python builds a kernel from a
+        function: triton.jit, torch.compile."""
+        found = next((s for s in self.sinks if s.matches_decorator(names)), None)
+        if found is not None:
+            return found
+        if any(d == "triton.jit" or d.endswith("triton.jit") for d in names):
+            return TRITON_JIT
+        if any(d in ("torch.compile", "torch._dynamo.optimize") for d in names):
+            return TORCH_COMPILE
+        return None
 
     def package_available(self, module: str) -> bool | None:
+        """Whether `module` imports on the target: the user's --package, else the rules'
+        packages table; None when neither says."""
         top = module.split(".")[0]
-        return self.packages.get(module, self.packages.get(top))
+        key = module if module in self.packages else top
+        got = self.packages.get(key)
+        if got is not None:
+            source = "--package" if key in self.given_packages else f"{self.source} packages"
+            self.assume("package", key, "importable" if got else "not installed", source)
+        return got
+
+    def package_assumed(self, module: str) -> None:
+        """A package neither the source nor the facts know, taken as importable. Python's own
+        modules are part of the interpreter, not of the deployment: not an assumption."""
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names:
+            return
+        self.assume("package", top, "importable (assumed: not in the rules)", "routescope")
 
     def is_opaque(self, qualname: str) -> bool:
         return any(fnmatch.fnmatchcase(qualname, g) for g in self.opaque)
+
+
+def _shown(v: Value) -> str:
+    from routescope.analysis.engine.values import describe
+
+    return describe(v)

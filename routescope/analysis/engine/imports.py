@@ -6,6 +6,7 @@ import ast
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Outcome
 from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.join import join_states
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
@@ -16,6 +17,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    raises_value,
 )
 
 MODULE_STMT_STEPS = 80_000
@@ -59,6 +61,8 @@ class ImportsMixin(EngineBase):
         try:
             for stmt in info.tree.body:
                 self._module_stmt(mod, st, stmt)
+                if mod.error is not None:  # the import raises: the rest of the body never runs
+                    break
         finally:
             spent = self.budget.steps - started  # the importing phase does not pay for the import
             self.budget.local = [(limit + spent, why) for limit, why in outer]
@@ -89,33 +93,23 @@ class ImportsMixin(EngineBase):
             self.budget.pop()
         normal = [s for s, kind, _ in outcomes if kind == "normal"]
         if not normal:
+            raised = next(((s, v) for s, kind, v in outcomes if kind == "raise" and v), None)
+            if raised is not None and raised[1] is not None:
+                mod.error = raised[1]
+                self.import_errors.append((mod.name, raised[1], raised[0].raised_at))
             return
-        normal[0].commit()  # objects configured at import time keep their state
-        envs = [s.envs[0] for s in normal]
-        if len(envs) == 1:
-            merged = dict(envs[0])
-        else:
-            merged = {}
-            where = f"{mod.relpath}:{stmt.lineno}"
-            for key in dict.fromkeys(k for e in envs for k in e):
-                vals = [e.get(key) for e in envs]
-                first = vals[0]
-                same = all(v is first for v in vals) or (
-                    all(isinstance(v, Const) for v in vals)
-                    and len({repr(v.value) for v in vals}) == 1  # type: ignore[union-attr]
-                )
-                merged[key] = (
-                    (first if first is not None else Unknown("unbound", kind=UnknownKind.ABSENT))
-                    if same
-                    else Unknown(
-                        f"depends on the undecided condition at {where}", kind=UnknownKind.JOINED
-                    )
-                )
-        if merged is not mod.globals:
+        # an undecided branch at import time: one state covering both ways, objects included
+        state = join_states(normal, f"depends on the undecided condition at {where}")
+        names = dict(state.envs[0])
+        self.commit(state)  # objects configured at import time keep their state
+        if names is not mod.globals:
             mod.globals.clear()
-            mod.globals.update(merged)
+            mod.globals.update(names)
         st.envs[0] = mod.globals
         del st.envs[1:]
+        st.heap.clear()
+        st.heap_objs.clear()
+        st.memo.update(state.memo)
 
     def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]:
         if isinstance(node, ast.Import):
@@ -202,6 +196,8 @@ class ImportsMixin(EngineBase):
         avail = self.facts.package_available(name)
         if avail is False:
             return ImportFailure(name)
+        if avail is None:
+            self.facts.package_assumed(name)
         origin = (f"package {name.split('.')[0]} assumed importable",) if avail is None else ()
         return External(name, origin)
 
@@ -216,9 +212,10 @@ class ImportsMixin(EngineBase):
             return ImportFailure(full)
         return External(full)
 
-    def module_attr(self, mod: ModuleVal, name: str) -> Value:
-        if name in mod.globals:
-            return self.resolved(mod.globals[name])
+    def module_attr(self, mod: ModuleVal, name: str, st: PathState | None = None) -> Value:
+        found = st.global_value(mod, name) if st is not None else mod.globals.get(name)
+        if found is not None:
+            return self.resolved(found)
         sub = f"{mod.name}.{name}"
         if self.index.has_module(sub):
             return self.resolved(LazyModule(self, sub))
@@ -264,6 +261,8 @@ class LazyModule(Value):
 
     def resolve(self) -> Value:
         mod = self.engine.load_module(self.name)
+        if mod is not None and mod.error is not None:
+            return raises_value(mod.error, f"importing {self.name} raises")
         return (
             mod
             if mod is not None
@@ -282,6 +281,8 @@ class LazyName(Value):
         mod = self.engine.load_module(self.module)
         if mod is None:
             return Unknown(f"module {self.module} not found", kind=UnknownKind.ABSENT)
+        if mod.error is not None:
+            return raises_value(mod.error, f"importing {self.module} raises")
         if self.name in mod.globals:
             v = mod.globals[self.name]
             return (

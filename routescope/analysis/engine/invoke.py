@@ -7,29 +7,27 @@ from pathlib import PurePosixPath
 from typing import Any, cast
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Outcome, Paths
-from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import (
-    as_built,
-    snapshot,
-)
-from routescope.analysis.engine.externals import PATH_METHODS
-from routescope.analysis.engine.join import (
-    JOIN_DEPTH,
-    join_paths_values,
-    same,
-)
-from routescope.analysis.engine.methods import (
+from routescope.analysis.engine.bound import (
     ConfigToDict,
     ContextVarMethod,
-    DictMethod,
-    ListMethod,
     Partial,
     Register,
-    SetMethod,
     config_dict,
 )
-from routescope.analysis.engine.sinks import producer_of
-from routescope.analysis.engine.state import Frame, PathState
+from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.containers import UNHASHABLE, UNTOLD, key_of
+from routescope.analysis.engine.contents import snapshot
+from routescope.analysis.engine.facts import JIT_MODULE, SinkRule
+from routescope.analysis.engine.join import JOIN_DEPTH, agree, commit_agreed
+from routescope.analysis.engine.methods import ContainerMethod, call_method
+from routescope.analysis.engine.sinks import (
+    UNRECOGNISED,
+    CompiledFunction,
+    producer_of,
+    role_of,
+    routing_producer,
+)
+from routescope.analysis.engine.state import RECORDING, Frame, PathState, Reads, SinkHit
 from routescope.analysis.engine.tensors import (
     METHOD_DTYPES,
     SAME_DTYPE,
@@ -51,10 +49,8 @@ from routescope.analysis.engine.values import (
     describe,
 )
 from routescope.analysis.engine.withs import ContextManager
-from routescope.analysis.library.builtins import (
-    BoundConst,
-    call_bound_const,
-)
+from routescope.analysis.library.builtins import BoundConst, call_bound_const
+from routescope.analysis.library.paths import path_method
 
 
 class InvokeMixin(EngineBase):
@@ -70,16 +66,10 @@ class InvokeMixin(EngineBase):
             return [(st, Unknown("not reached: an exception was raised", kind=UnknownKind.RAISED))]
         fn = self.resolved(fn)
         if isinstance(fn, BoundConst):
-            if isinstance(fn.target.value, PurePosixPath) and fn.name in PATH_METHODS:
-                return [(st, self.fs_query(PATH_METHODS[fn.name], fn.target, f"Path.{fn.name}"))]
-            if isinstance(fn.target.value, PurePosixPath) and fn.name == "glob":
-                pattern = args[0].value if len(args) == 1 and isinstance(args[0], Const) else None
-                found = (
-                    None
-                    if pattern is None
-                    else self.listing(str(fn.target.value / str(pattern)), PurePosixPath)
-                )
-                return [(st, found or Unknown("result of Path.glob()", kind=UnknownKind.OPAQUE))]
+            if isinstance(fn.target.value, PurePosixPath):
+                got = path_method(self, fn.target, fn.name, args)
+                if got is not None:
+                    return [(st, got)]
             return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, TensorMethod):
             shape = fn.tensor.shape
@@ -110,23 +100,20 @@ class InvokeMixin(EngineBase):
                         producer=producer_of([fn.tensor, *args], st.claims),
                         made_at=made,
                         contiguous=flat,
+                        role=role_of([fn.tensor, *args]),
                     ),
                 )
             ]
-        if isinstance(fn, DictMethod):
-            return [(st, fn.call(st, args, kwargs))]
+        if isinstance(fn, ContainerMethod):
+            return [(st, call_method(self, st, fn, args, kwargs))]
         if isinstance(fn, ConfigToDict) and not args and not kwargs:
             return [(st, config_dict(st, fn.config, JOIN_DEPTH))]
-        if isinstance(fn, ListMethod):
-            return [(st, fn.call(self, st, args, kwargs))]
         if isinstance(fn, ContextVarMethod):
             return [(st, fn.call(st, args))]
         if isinstance(fn, Register):
             if len(args) >= 2 and isinstance(args[0], Const) and isinstance(args[0].value, str):
                 st.write(fn.target, args[0].value, args[1])
             return [(st, Const(None))]
-        if isinstance(fn, SetMethod):
-            return [(st, fn.call(st, [snapshot(st, a) for a in args]))]
         if isinstance(fn, Partial):
             return self.call(st, fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, node)
         if isinstance(fn, External):
@@ -139,41 +126,46 @@ class InvokeMixin(EngineBase):
             return self.construct(st, fn, args, kwargs, node)
         if isinstance(fn, EnumMember):
             return [(st, Unknown("call of enum member", kind=UnknownKind.OPAQUE))]
+        if isinstance(fn, CompiledFunction):  # a kernel of a CUDA module built at run time
+            return [(st, self.hit_sink(st, self.current_function(), JIT_MODULE, node, args,
+                                       kwargs))]  # fmt: skip
         if isinstance(fn, Unknown):  # calling an unknown value: its result is as unknown
+            if self.tracing and role_of([*args, *kwargs.values()]) == "scores":
+                self._unrecognised(st, fn, node, [*args, *kwargs.values()])
             return [(st, Unknown(fn.reason, fn.origins, kind=fn.kind))]
         return [(st, Unknown(f"call of {type(fn).__name__}", kind=UnknownKind.UNSUPPORTED))]
 
     # --- with statements ---------------------------------------------------------------------
 
+    def _unrecognised(self, st: PathState, fn: Unknown, node: ast.AST | None,
+                      inputs: list[Value]) -> None:  # fmt: skip
+        """A call routescope cannot follow handed the router's scores: the fresh tensors it is
+        handed may be the ids it wrote (the report names the call rather than a later kernel)."""
+        hit = SinkHit(fn.reason, UNRECOGNISED, self.current_file(), getattr(node, "lineno", 0),
+                      self.current_function(), UNRECOGNISED)  # fmt: skip
+        self.claim_outputs(st, inputs, hit)
+
     def returned(self, st: PathState, outs: list[Outcome], always: str) -> Paths:
-        """The values a call's paths return. A path that raised ends here unless a handler up
-        the stack may catch its exception: then it carries the exception to that statement.
-        When every path raised and none is caught, the call reads as an Unknown `always`."""
+        """The values a call's paths return. A path that raised carries its exception on to
+        the statement that made the call, which ends with it (a handler up the stack may catch
+        it, or the caller raises in turn, as in Python)."""
         out: Paths = []
         for s, k, v in outs:
             if k == "raise":
                 exc = v or Unknown("an exception", kind=UnknownKind.RAISED)
-                if self._caught(s, exc):
-                    s.raising = exc
-                    out.append((s, Unknown(f"raised {describe(exc)}", kind=UnknownKind.RAISED)))
+                if self.tolerant and not self._caught(s, exc):
+                    continue  # the way on which the server would stop: not how it runs
+                s.raising = exc
+                out.append((s, Unknown(f"raised {describe(exc)}", kind=UnknownKind.RAISED)))
                 continue
-            # _invoke turns "normal" ends into returns of Const(None): no value here is None
-            out.append(
-                (
-                    s,
-                    cast(Value, v)
-                    if k in ("return", "normal")
-                    else Unknown(f"raised {v}", kind=UnknownKind.RAISED),
-                )
-            )
-        return out or [(st, Unknown(always or "always raises", kind=UnknownKind.RAISED))]
+            # invoke turns "normal" ends into returns of Const(None): no value here is None
+            out.append((s, cast(Value, v) if k in ("return", "normal") else
+                        Unknown(f"ended: {v}", kind=UnknownKind.BUDGET)))  # fmt: skip
+        return out or [(st, Unknown(always or "no way through returns", kind=UnknownKind.RAISED))]
 
     def _caught(self, st: PathState, exc: Value) -> bool:
-        return any(
-            self.exception_matches(exc, h, st) is not False
-            for handlers in self.catching
-            for h in handlers
-        )
+        return any(self.exception_matches(exc, h, st) is not False
+                   for handlers in self.catching for h in handlers)  # fmt: skip
 
     def invoke(
         self,
@@ -185,70 +177,124 @@ class InvokeMixin(EngineBase):
     ) -> list[Outcome]:
         """Enter a framework function, or record it as the sink, or apply its summary."""
         decorated = self.facts.sink_for_decorators(fn.decorators)
+        if decorated is not None and decorated.kind == "torch_compile" and self.tracing:
+            return self._compiled(st, fn, decorated, args, kwargs, node)
         if decorated is not None and decorated.kind != "none":
             out = self.hit_sink(st, fn.qualname, decorated, node, args, kwargs)
             return [(st, "return", out)]
         if any(d.endswith("contextmanager") for d in fn.decorators):
             return [(st, "return", ContextManager(fn, args, kwargs))]  # runs when entered
         memo_key = self._memo_key(fn, args, kwargs)
-        if memo_key is not None and memo_key in self._memo:
-            value, decisions, receiver = self._memo[memo_key]
-            if receiver is fn.bound:  # the id in the key still names the same receiver
-                st.decisions.extend(decisions)
-                return [(st, "return", value)]
-        if memo_key is not None:
-            before = len(st.decisions)
+        if memo_key is None:
+            return self.invoke_uncached(st, fn, args, kwargs, node)
+        # functools.cache is process state: an entry this path (or one it forked from) filled,
+        # else one a committed phase filled (with the decisions that computed it)
+        bound_size = cache_bound(fn)
+        hit = st.memo.get(memo_key)
+        if hit is not None and hit[2] is fn.bound:  # the id in the key names the same receiver
+            if bound_size is not None:  # an lru_cache: the entry is now the most recent
+                st.memo[memo_key] = st.memo.pop(memo_key)
+            return [(st, "return", hit[0])]
+        if bound_size is None:  # an unbounded cache: what committed phases or other paths filled
+            hit = self._memo.get(memo_key)
+            if hit is not None and hit[2] is fn.bound:
+                st.decisions.extend(hit[1])
+                return [(st, "return", hit[0])]
+            shared = self._shared_hit(st, memo_key, fn)
+            if shared is not None:
+                return [(st, "return", shared)]
+        before = len(st.decisions)
+        reads = Reads()
+        RECORDING.append(reads)
+        try:
             result = self.invoke_uncached(st, fn, args, kwargs, node)
-            if len(result) == 1 and result[0][1] == "return" and result[0][0] is st:
-                self._memo[memo_key] = (
-                    as_built(st, result[0][2] or Const(None), JOIN_DEPTH),
-                    st.decisions[before:],
-                    fn.bound,
-                )
-            else:
-                returned = [o for o in result if o[1] == "return" and not o[0].stopped]
-                if returned and len(returned) == len(result):
-                    # a cached function computes one value: later calls get the join of what
-                    # this first call's paths returned (its own callers keep every path)
-                    vals: list[Value | None] = [o[2] or Const(None) for o in returned]
-                    head = vals[0] or Const(None)
-                    joined = (
-                        head
-                        if all(same(v, head) for v in vals)
-                        else join_paths_values(
-                            vals, [o[0] for o in returned], len(returned), fn.qualname
-                        )
-                    )
-                    self._memo[memo_key] = (joined, [], fn.bound)
-            return result
-        return self.invoke_uncached(st, fn, args, kwargs, node)
+        finally:
+            RECORDING.pop()
+        for s, kind, value in result:
+            if kind == "return" and not s.stopped:
+                s.memo[memo_key] = (value or Const(None), s.decisions[before:], fn.bound)
+                if bound_size is not None:
+                    _evict(s.memo, memo_key[:2], bound_size)
+        if (
+            bound_size is None
+            and len(result) == 1
+            and result[0][1] == "return"
+            and (not reads.side_effects() and not result[0][0].stopped)
+        ):  # one value from what it read: valid on any path that holds the same
+            s, _, value = result[0]
+            fresh = [(o, s.heap[k]) for k, o in reads.writes.items() if k in s.heap]
+            self._shared.setdefault(memo_key, []).append(
+                (value or Const(None), s.decisions[before:], fn.bound, reads, fresh)
+            )
+        return result
+
+    def _shared_hit(self, st: PathState, key: tuple[Any, ...], fn: FunctionVal) -> Value | None:
+        """A memo another path filled, valid here: this path holds the same contents for every
+        object the cached call read (what it built comes with it, its decisions replayed)."""
+        for value, decisions, bound, reads, fresh in self._shared.get(key, ()):
+            if bound is fn.bound and reads.holds_on(st):
+                for obj, contents in fresh:
+                    st.store(obj, contents)
+                st.decisions.extend(decisions)
+                st.memo[key] = (value, decisions, bound)
+                return value  # type: ignore[no-any-return]
+        return None
+
+    def _compiled(self, st: PathState, fn: FunctionVal, rule: SinkRule, args: list[Value],
+                  kwargs: dict[str, Value], node: ast.AST | None) -> list[Outcome]:  # fmt: skip
+        """A torch.compile'd function during decode: entered, so a kernel it calls (a compiled
+        extension's op stays a kernel of its own in the compiled graph) can be the one that
+        routes; when none does, the compiled function itself computes the top-k."""
+        before = len(st.sinks)
+        self.compiling.append(fn.qualname)
+        try:
+            outs = self.invoke_uncached(st, fn, args, kwargs, node)
+        finally:
+            self.compiling.pop()
+        result: list[Outcome] = []
+        for s, kind, value in outs:
+            inner = routing_producer(value, s.claims) if value is not None else None
+            if kind == "return" and not (inner is not None and inner in s.sinks[before:]):
+                del s.sinks[before:]  # torch ops inside are the compiled function's own
+                value = self.hit_sink(s, fn.qualname, rule, node, args, kwargs)
+            result.append((s, kind, value))
+        return result
+
+    def commit_all(self, states: list[PathState], skip: Value | None = None) -> None:
+        """What a phase's paths wrote, joined over them, made the objects' own (`skip`, the
+        server arguments, is settled with its own notes); memos they all agree on too."""
+        commit_agreed(states, skip)
+        if states:
+            self._memo.update(
+                {
+                    k: v
+                    for k, v in states[0].memo.items()
+                    if all(k in s.memo and agree(s.memo[k][0], v[0]) for s in states)
+                }
+            )
+
+    def commit(self, st: PathState) -> None:
+        """Make a path's writes the objects' own and its memos the engine's, for what is
+        evaluated after it (module level, a finished set-up phase)."""
+        self._memo.update(st.memo)
+        st.commit()
 
     def _memo_key(
         self, fn: FunctionVal, args: list[Value], kwargs: dict[str, Value]
     ) -> tuple[Any, ...] | None:
-        """functools-cached functions of known arguments are evaluated once per engine."""
+        """functools-cached functions memoise by their arguments' hash and equality (as
+        functools does: 1, 1.0 and True are one key); None when an argument is unknown."""
         if not any("cache" in d.rsplit(".", 1)[-1].rsplit(":", 1)[-1] for d in fn.decorators):
             return None
-
-        def key(v: Value) -> str | None:
-            """functools.cache keys by hash: constants by value, classes and functions by
-            identity (as Python hashes them); anything else is not cached here."""
-            if isinstance(v, Const) and isinstance(
-                v.value, (int, float, str, bool, type(None), tuple)
-            ):
-                return repr(v.value)
-            if isinstance(v, (ClassVal, FunctionVal)):
-                self._memo_keep.append(v)  # its id stays its own while the engine lives
-                return f"#{type(v).__name__}:{id(v)}"
-            if isinstance(v, EnumMember):
-                return f"{v.cls.qualname}.{v.name}"
+        vals = [self.resolved(v) for v in args]
+        keys = [key_of(v) for v in vals]
+        kw = sorted((k, key_of(self.resolved(v))) for k, v in kwargs.items())
+        if any(k is UNTOLD or k is UNHASHABLE for k in keys) or any(
+            k is UNTOLD or k is UNHASHABLE for _, k in kw
+        ):
             return None
-
-        arg_keys = [key(self.resolved(v)) for v in args]
-        kw_keys = sorted((k, key(self.resolved(v))) for k, v in kwargs.items())
-        if any(k is None for k in arg_keys) or any(k is None for _, k in kw_keys):
-            return None
-        return (fn.qualname, id(fn.bound), tuple(arg_keys), tuple(kw_keys))
+        self._memo_keep.extend(vals)  # the ids in identity keys stay their own
+        return (fn.qualname, id(fn.bound), tuple(keys), tuple(kw))
 
     def invoke_uncached(
         self,
@@ -258,7 +304,7 @@ class InvokeMixin(EngineBase):
         kwargs: dict[str, Value],
         node: ast.AST | None,
     ) -> list[Outcome]:
-        summary = self.facts.summaries.get(fn.qualname)
+        summary = self.facts.summary_for(fn.qualname)
         if summary is not None:
             return [(s, "return", v) for s, v in self.summary(st, fn, summary)]
         if self.facts.is_opaque(fn.qualname):
@@ -290,9 +336,9 @@ class InvokeMixin(EngineBase):
         st.trail.append(frame)
         st.envs.append(env)
         self.ctx.append(Ctx(fn.module, fn.module.relpath, fn.qualname))
-        saved_closure = getattr(self, "_closure_env", None)
+        saved_closure = self._closure_env
         self._closure_env = fn.closure
-        stack = getattr(self, "_self_stack", [])
+        stack = self._self_stack
         stack.append((fn.bound, fn.owner or self.owner_of(fn)))
         self._self_stack = stack
         try:
@@ -323,3 +369,32 @@ class InvokeMixin(EngineBase):
             del st.frames[depth[0] :]
             del st.envs[depth[1] :]
         return result
+
+
+def cache_bound(fn: FunctionVal) -> int | None:
+    """An lru_cache's maxsize (128 unless given); None for an unbounded cache."""
+    for d in getattr(fn.node, "decorator_list", ()):
+        head = d.func if isinstance(d, ast.Call) else d
+        name = ast.unparse(head).rsplit(".", 1)[-1]
+        if name != "lru_cache":
+            continue
+        if not isinstance(d, ast.Call):
+            return 128
+        given = (
+            d.args[0] if d.args else next((k.value for k in d.keywords if k.arg == "maxsize"), None)
+        )
+        if given is None:
+            return 128
+        if isinstance(given, ast.Constant) and given.value is None:
+            return None
+        if isinstance(given, ast.Constant) and isinstance(given.value, int):
+            return max(given.value, 0)
+        return 0  # a size routescope cannot read: remember nothing
+    return None
+
+
+def _evict(memo: dict[tuple[Any, ...], Any], fn_key: tuple[Any, ...], size: int) -> None:
+    """Drop a bounded cache's least recently used entries beyond its size."""
+    mine = [k for k in memo if k[:2] == fn_key]
+    for k in mine[: max(len(mine) - size, 0)]:
+        del memo[k]

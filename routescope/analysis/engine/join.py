@@ -1,234 +1,301 @@
-"""One notion of joining: paths meeting after a call or a statement, values across paths."""
+"""Joining: the one notion of "the same value", and the one join of values and of path states.
+
+Used wherever paths meet: after a statement when too many paths are live, after a call, at the
+end of a module-level statement, across the passes of a loop, and between set-up phases. A
+join covers every path it joins: what they agree on is kept, containers and objects of one kind
+are joined item by item, anything else becomes Unknown (kind JOINED).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, cast
 
 from routescope.analysis.engine.base import JOIN_THRESHOLD, EngineBase, Outcome
 from routescope.analysis.engine.containers import (
-    LIST_UNKNOWN,
-    is_dict,
-    is_list,
+    DictVal,
+    Entries,
+    ListVal,
+    Seq,
+    SetVal,
+    TupleVal,
+    same_const,
 )
-from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.shapes import (
+    ALIGN_LIMIT,
+    DEPTH,
+    align,
+    heap_digest,
+    value_shape,
+)
+from routescope.analysis.engine.state import PathState, set_base
 from routescope.analysis.engine.values import (
     Const,
     EnumMember,
+    External,
     FunctionVal,
     Instance,
     OpenKeys,
+    Tensor,
     Unknown,
     UnknownKind,
     Value,
     rest_of_dicts,
 )
 
-# More live paths than this after a statement are merged where they reached the same routing
-# kernels: a control-flow join, with the variables they disagree on becoming Unknown.
-MERGE_AT = 24
 # How far into nested objects a join looks (server args -> declaration stash -> entry -> dict).
-JOIN_DEPTH = 4
+JOIN_DEPTH = DEPTH
 # At most this many list shapes are kept apart at a join (see merge_paths).
 MAX_SHAPES = 8
 
 
-def merge_paths(states: list[PathState], where: str, force: bool = False) -> list[PathState]:
-    """Join paths that reached the same kernels (`force`: all of them, whatever they reached)."""
-    groups: dict[tuple[object, ...], list[PathState]] = {}
-    # Lists some path grew or shrank: joining paths that disagree on a list's length loses the
-    # whole list (a declaration stash read later through it), so such paths stay apart unless
-    # that leaves too many of them.
-    shapes = [
-        ()
-        if force
-        else tuple(sorted(_content(s, o, 3) for o in s.heap_objs.values() if is_list(o)))
-        for s in states
-    ]
-    keep_shapes = not force and len(set(shapes)) <= MAX_SHAPES
-    for s, shape in zip(states, shapes, strict=True):
-        claims = tuple(sorted((k, id(v)) for k, v in s.claims.items()))
-        key: tuple[object, ...] = (tuple(id(h) for h in s.sinks), claims, len(s.envs), s.stopped)
-        if keep_shapes:
-            key += (shape,)
-        groups.setdefault(("all",) if force else key, []).append(s)
-    out: list[PathState] = []
-    for members in groups.values():
-        first = members[0]
-        if len(members) > 1:
-            why = f"differs between paths joined at {where}"
-            objs = {k: o for m in members for k, o in m.heap_objs.items()}
-            # every join reads the paths as they were: the first path is written only after
-            # (a list each path made for itself joins item by item where a variable holds it,
-            # even though the other paths' views of the first path's list differ)
-            updates: list[tuple[Instance, dict[str, Value]]] = []
-            for obj in objs.values():
-                views = [m.fields(obj) for m in members]
-                if all(v is views[0] for v in views):
-                    continue  # no path changed it differently
-                if is_list(obj) and len({tuple(v) for v in views}) > 1:
-                    updates.append(
-                        (obj, {LIST_UNKNOWN: Unknown(why, kind=UnknownKind.JOINED)})
-                    )  # lengths differ
-                    continue
-                if is_dict(obj):
-                    joined = _join_dict(views, members, why, JOIN_DEPTH)
-                else:
-                    joined = _join_fields(views, members, why, JOIN_DEPTH)
-                updates.append((obj, joined))
-            env_updates: list[tuple[dict[str, Value], str, Value]] = []
-            for depth, env in enumerate(first.envs):
-                names = dict.fromkeys(k for m in members for k in m.envs[depth])
-                for name in names:
-                    vals = [m.envs[depth].get(name) for m in members]
-                    env_updates.append((env, name, _join(vals, members, why, JOIN_DEPTH)))
-            for obj, fields in updates:
-                first.replace_fields(obj, fields)
-            for env, name, value in env_updates:
-                env[name] = value
-            first.assumptions.append(f"{len(members)} paths joined at {where}")
-        out.append(first)
-    return out
-
-
-def _list_shape(st: PathState) -> tuple[str, ...]:
-    """What the lists this path changed hold, in one comparable form."""
-    return tuple(sorted(_content(st, o, 3) for o in st.heap_objs.values() if is_list(o)))
-
-
-def _content(st: PathState, v: Value | None, depth: int) -> str:
-    """What a value holds, as text two paths can compare (object identity below `depth`)."""
-    if isinstance(v, Const):
-        return repr(v.value)
-    if isinstance(v, Instance) and v.cls is None and depth > 0:
-        f = st.fields(v)
-        items = ",".join(f"{k}={_content(st, x, depth - 1)}" for k, x in f.items())
-        return f"{v.label}({items})"
-    return f"#{id(v)}"
-
-
-def join_values(vals: list[Value | None], members: list[PathState], why: str) -> Value:
-    """One value for `vals` as seen on paths `members` (see _join)."""
-    return _join(list(vals), members, why, JOIN_DEPTH)
-
-
-def _join_fields(
-    views: list[dict[str, Value]], members: list[PathState], why: str, depth: int
-) -> dict[str, Value]:
-    names = dict.fromkeys(k for v in views for k in v)  # first path's order: dicts iterate
-    return {n: _join([v.get(n) for v in views], members, why, depth) for n in names}
-
-
-def _join_dict(
-    views: list[dict[str, Value]], members: list[PathState], why: str, depth: int
-) -> dict[str, Value]:
-    """A dict's items joined across paths: a key every path has is kept (its values joined); a
-    key only some have is neither present nor absent, which the "*" field records (OpenKeys:
-    the keys it may hold, so a lookup of any other key is still decided)."""
-    rests = [v.get(LIST_UNKNOWN) for v in views]
-    items = [{k: x for k, x in v.items() if k != LIST_UNKNOWN} for v in views]
-    joined = _join_fields(items, members, why, depth)
-    everywhere = {k for k in joined if all(k in w for w in items)}
-    partial = frozenset(k for k in joined if k not in everywhere)
-    out = {k: v for k, v in joined.items() if k in everywhere}
-    rest = rest_of_dicts([OpenKeys(partial, why) if partial else None, *rests])
-    if rest is not None:
-        out[LIST_UNKNOWN] = rest
-    return out
-
-
-def _join(vals: list[Value | None], members: list[PathState], why: str, depth: int) -> Value:
-    """The join of one variable's values across paths: equal -> kept; objects of one class ->
-    a new object whose fields are joined; anything else -> Unknown."""
-    first = vals[0]
-    if first is not None and all(_agree(v, first) for v in vals):
-        return first
-    if all(v is not None and is_list(v) for v in vals):
-        lists = [v for v in vals if isinstance(v, Instance)]
-        views = [m.fields(i) for m, i in zip(members, lists, strict=False)]
-        if len({tuple(v) for v in views}) > 1 or depth <= 0:
-            return Instance(None, {LIST_UNKNOWN: Unknown(why, kind=UnknownKind.JOINED)}, "list")
-        return Instance(None, _join_fields(views, members, why, depth - 1), "list")
-    if depth > 0 and all(
-        isinstance(v, Instance) and v.cls is None and v.label in ("tuple", "dict") for v in vals
-    ):  # values built on each path (a stash entry): joined item by item
-        insts = [v for v in vals if isinstance(v, Instance)]
-        views = [m.fields(i) for m, i in zip(members, insts, strict=False)]
-        label = insts[0].label
-        if any(i.label != label for i in insts):
-            return Unknown(why, kind=UnknownKind.JOINED)
-        if label == "tuple" and len({len(v) for v in views}) > 1:
-            return Unknown(why, kind=UnknownKind.JOINED)
-        if label == "dict":
-            return Instance(None, _join_dict(views, members, why, depth - 1), label)
-        return Instance(None, _join_fields(views, members, why, depth - 1), label)
-    if depth > 0 and all(
-        isinstance(v, Instance) and (v.cls is not None or v.label not in ("list", "tuple", "dict"))
-        for v in vals
-    ):  # objects of one class (or one kind: the model's config made on each path)
-        insts = [v for v in vals if isinstance(v, Instance)]
-        if len({(id(i.cls), i.label if i.cls is None else "") for i in insts}) == 1:
-            views = [m.fields(i) for m, i in zip(members, insts, strict=False)]
-            return Instance(
-                insts[0].cls, _join_fields(views, members, why, depth - 1), insts[0].label
-            )
-    return Unknown(why, kind=UnknownKind.JOINED)
-
-
-def _agree(a: Value | None, b: Value | None) -> bool:
+def agree(a: Value | None, b: Value | None) -> bool:
+    """Are `a` and `b` one value, on every path (the same object, or equal immutables)?"""
     if a is b:
         return True
+    if a is None or b is None:
+        return False
+    if isinstance(a, Const) and isinstance(b, Const):
+        return same_const(a, b)
     if isinstance(a, FunctionVal) and isinstance(b, FunctionVal):
-        return a.node is b.node  # the same method, bound to objects being joined
-    if isinstance(a, Const) and isinstance(b, Const):
-        return repr(a.value) == repr(b.value)
-    return False
-
-
-def _shape(v: Value | None) -> str:
-    """What kind of value a path returned: paths returning different kinds stay apart."""
-    if isinstance(v, Instance):
-        return v.cls.qualname if v.cls is not None else v.label
-    if isinstance(v, Const):
-        return repr(v.value)
-    return type(v).__name__
-
-
-def _digest(v: Value) -> str:
-    if isinstance(v, Const):
-        return repr(v.value)
-    if isinstance(v, EnumMember):
-        return f"{v.cls.qualname}.{v.name}"
-    return str(id(v))
-
-
-def same(a: Value | None, b: Value | None) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, Const) and isinstance(b, Const):
-        return repr(a.value) == repr(b.value)
+        return a.node is b.node and a.bound is b.bound
     if isinstance(a, EnumMember) and isinstance(b, EnumMember):
         return a.cls is b.cls and a.name == b.name
-    if (
-        isinstance(a, Instance)
-        and isinstance(b, Instance)
-        and a.cls is None
-        and b.cls is None
-        and a.label == b.label
-        and a.label in ("dict", "tuple")
-    ):
-        # equal literals made on different paths (`return {}` on each): callers group paths
-        # by what they changed in the heap first, so these objects' own fields are their view
-        return a.fields.keys() == b.fields.keys() and all(
-            same(a.fields[k], b.fields[k]) for k in a.fields
+    if isinstance(a, External) and isinstance(b, External):
+        return a.name == b.name
+    if isinstance(a, TupleVal) and isinstance(b, TupleVal):
+        return len(a.items) == len(b.items) and all(
+            agree(x, y) for x, y in zip(a.items, b.items, strict=True)
         )
     return False
 
 
-def join_paths_values(
-    vals: list[Value | None], states: list[PathState], n: int, where: str
+def stable(a: Value | None, b: Value | None) -> bool:
+    """`agree`, or both unknown: a loop whose next pass changes nothing but unknowns into
+    other unknowns has reached its fixpoint."""
+    return agree(a, b) or (isinstance(a, Unknown) and isinstance(b, Unknown))
+
+
+def _unknown(why: str) -> Unknown:
+    return Unknown(why, kind=UnknownKind.JOINED)
+
+
+def join_values(
+    vals: list[Value | None], states: list[PathState], why: str, depth: int = JOIN_DEPTH
 ) -> Value:
+    """One value for `vals` as seen on paths `states` (one value each): equal -> kept;
+    containers and objects of one kind made on each path -> a new one with its items joined;
+    anything else -> Unknown."""
+    first = vals[0]
+    if first is not None and all(agree(v, first) for v in vals):
+        return first
+    if depth <= 0 or any(v is None for v in vals):
+        return _unknown(why)
+    kinds = {type(v) for v in vals}
+    if len(kinds) != 1:
+        return _unknown(why)
+    if isinstance(first, TupleVal):
+        tuples = [v for v in vals if isinstance(v, TupleVal)]
+        if len({len(t.items) for t in tuples}) > 1:
+            return _unknown(why)
+        return TupleVal(
+            join_values([t.items[i] for t in tuples], states, why, depth - 1)
+            for i in range(len(first.items))
+        )
+    if isinstance(first, (ListVal, DictVal, SetVal)):  # made on each path: joined item by item
+        views = [s.contents(v) for s, v in zip(states, vals, strict=False) if v is not None]
+        joined = join_contents(views, states, why, depth - 1)
+        made: Value = ListVal(None) if isinstance(first, ListVal) else type(first)()
+        made.base = joined  # type: ignore[attr-defined]
+        return made
+    if isinstance(first, Instance):  # objects of one class (or one kind: a config on each path)
+        insts = [v for v in vals if isinstance(v, Instance)]
+        if len({(id(i.cls), i.label if i.cls is None else "") for i in insts}) == 1:
+            views = [s.fields(i) for s, i in zip(states, insts, strict=False)]
+            return Instance(first.cls, join_fields(views, states, why, depth - 1), first.label)
+    if isinstance(first, Tensor):
+        tensors = [v for v in vals if isinstance(v, Tensor)]
+        if all(t.producer is first.producer for t in tensors):
+            return Tensor(producer=first.producer, role=first.role)
+    return _unknown(why)
+
+
+def join_fields(
+    views: list[dict[str, Value]], states: list[PathState], why: str, depth: int
+) -> dict[str, Value]:
+    """An object's fields joined: a field some path lacks is unknown (it may be there)."""
+    names = dict.fromkeys(k for v in views for k in v)  # the first path's order
+    return {n: join_values([v.get(n) for v in views], states, why, depth) for n in names}
+
+
+def join_contents(views: list[Any], states: list[PathState], why: str, depth: int) -> Any:
+    """What a mutable object holds, joined over the paths: fields, a list's items (unknown
+    when the lengths differ), a dict's items or a set's members (a key only some paths hold
+    is perhaps there: OpenKeys keeps every other key decided)."""
+    first = views[0]
+    if all(v is first for v in views):
+        return first
+    if isinstance(first, dict):
+        return join_fields(views, states, why, depth)
+    if isinstance(first, Seq):
+        return _join_lists([cast(Seq, v) for v in views], states, why, depth)
+    if isinstance(first, Entries):
+        return _join_entries([v for v in views if isinstance(v, Entries)], states, why, depth)
+    return first
+
+
+def _join_lists(seqs: list[Seq], states: list[PathState], why: str, depth: int) -> Seq:
+    """A list's items joined over the paths. Lists of one length join item by item; lists of
+    different lengths are aligned (the longest common run of alike items, pairwise), and what
+    some paths' lists do not hold is perhaps absent: each path's list is then one of the ways
+    through the joined one (Seq.maybe)."""
+    layouts = [s.layout() for s in seqs]
+    why_seq = next((s.why for s in seqs if s.why is not None), None) or _unknown(why)
+    if any(lay is None for lay in layouts) or sum(len(lay or ()) for lay in layouts) > ALIGN_LIMIT:
+        return Seq(None, why_seq)
+    known = cast(list[tuple[tuple[Value, bool], ...]], layouts)
+    if len({len(lay) for lay in known}) == 1 and all(s.items is not None for s in seqs):
+        return Seq(
+            join_values([lay[i][0] for lay in known], states, why, depth)
+            for i in range(len(known[0]))
+        )
+    columns: list[dict[int, tuple[Value, bool]]] = [{0: e} for e in known[0]]
+    for i in range(1, len(known)):
+        columns = align(columns, known[i], i, states)
+    out: list[tuple[Value, bool]] = []
+    for col in columns:
+        at = sorted(col)
+        value = join_values([col[k][0] for k in at], [states[k] for k in at], why, depth)
+        out.append((value, len(at) < len(seqs) or any(col[k][1] for k in at)))
+    if not any(perhaps for _, perhaps in out):
+        return Seq(v for v, _ in out)
+    return Seq(None, why_seq, out)
+
+
+def _join_entries(views: list[Entries], states: list[PathState], why: str, depth: int) -> Entries:
+    keys: dict[Hashable, Value] = {}
+    for v in views:
+        for k, (kv, _) in v.items.items():
+            keys.setdefault(k, kv)
+    everywhere = [k for k in keys if all(k in v.items for v in views)]
+    partial = frozenset(k for k in keys if k not in everywhere)
+    items = {
+        k: (keys[k], join_values([v.items[k][1] for v in views], states, why, depth))
+        for k in everywhere
+    }
+    rest = rest_of_dicts([OpenKeys(partial, why) if partial else None, *(v.rest for v in views)])
+    return Entries(items, rest if isinstance(rest, Unknown) else None)
+
+
+def join_states(states: list[PathState], why: str) -> PathState:
+    """One state covering `states`: the first path's record (decisions, frames, kernels), its
+    names and what every object holds joined over all of them. The first state is changed."""
+    first = states[0]
+    if len(states) == 1:
+        return first
+    objs = {k: o for s in states for k, o in s.heap_objs.items()}
+    # every join reads the paths as they were: the first path is written only after
+    updates: list[tuple[Value, Any]] = []
+    for obj in objs.values():
+        views = [s.contents(obj) for s in states]
+        if all(v is views[0] for v in views):
+            continue  # no path changed it differently
+        updates.append((obj, join_contents(views, states, why, JOIN_DEPTH)))
+    env_updates: list[tuple[dict[str, Value], str, Value]] = []
+    for depth, env in enumerate(first.envs):
+        names = dict.fromkeys(k for s in states for k in s.envs[depth])
+        for name in names:
+            vals = [s.envs[depth].get(name) for s in states]
+            if not all(v is vals[0] for v in vals):
+                env_updates.append((env, name, join_values(vals, states, why)))
+    memo = {
+        k: v for k, v in first.memo.items() if all(k in s.memo and s.memo[k] is v for s in states)
+    }
+    for obj, contents in updates:
+        first.store(obj, contents)
+    for env, name, value in env_updates:
+        env[name] = value
+    first.memo = memo
+    return first
+
+
+def all_stable(a: PathState, b: PathState) -> bool:
+    """Does `b` hold only what `a` holds: every name and object agrees, or is unknown in both?"""
+    for ea, eb in zip(a.envs, b.envs, strict=False):
+        if any(not stable(ea.get(n), eb.get(n)) for n in {*ea, *eb}):
+            return False
+    objs = {**a.heap_objs, **b.heap_objs}
+    return all(_contents_stable(a.contents(o), b.contents(o)) for o in objs.values())
+
+
+def _contents_stable(x: Any, y: Any) -> bool:
+    if x is y:
+        return True
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(stable(x[k], y[k]) for k in x)
+    if isinstance(x, Seq) and isinstance(y, Seq):
+        a, b = x.layout(), y.layout()
+        if a is None or b is None:
+            return a is None and b is None
+        return len(a) == len(b) and all(
+            p == q and stable(i, j) for (i, p), (j, q) in zip(a, b, strict=True)
+        )
+    if isinstance(x, Entries) and isinstance(y, Entries):
+        rests_alike = (x.rest is None) == (y.rest is None) and (
+            not isinstance(x.rest, OpenKeys)
+            or (isinstance(y.rest, OpenKeys) and x.rest.keys == y.rest.keys)
+        )
+        return (
+            rests_alike
+            and x.items.keys() == y.items.keys()
+            and all(stable(x.items[k][1], y.items[k][1]) for k in x.items)
+        )
+    return False
+
+
+def forget_unstable(a: PathState, b: PathState, why: str) -> PathState:
+    """`b` with every name, field and container that is not stable between `a` and `b` made
+    unknown: a state that covers any number of further passes."""
+    lost = Unknown(why, kind=UnknownKind.LOOP)
+    for ea, eb in zip(a.envs, b.envs, strict=False):
+        for n in {*ea, *eb}:
+            if not stable(ea.get(n), eb.get(n)):
+                eb[n] = lost
+    for obj in {**a.heap_objs, **b.heap_objs}.values():
+        x, y = a.contents(obj), b.contents(obj)
+        if _contents_stable(x, y):
+            continue
+        if isinstance(y, dict):
+            b.store(obj, {k: (v if stable(x.get(k), v) else lost) for k, v in y.items()})
+        elif isinstance(y, Seq):
+            b.store(obj, Seq(None, lost))
+        else:
+            b.store(obj, Entries({}, lost))
+    return b
+
+
+def same(a: Value | None, b: Value | None) -> bool:
+    """`agree`, and equal literals made on different paths (`return {}` on each): callers group
+    paths by what they changed on shared objects first, so these are compared as made."""
+    if agree(a, b):
+        return True
+    if isinstance(a, DictVal) and isinstance(b, DictVal):
+        x, y = a.base, b.base
+        return (
+            x.rest is None
+            and y.rest is None
+            and x.items.keys() == y.items.keys()
+            and all(same(x.items[k][1], y.items[k][1]) for k in x.items)
+        )
+    return False
+
+
+def join_returns(vals: list[Value | None], states: list[PathState], n: int, where: str) -> Value:
     """The return value of joined paths: containers built on each path (a dict of declared
     settings) are joined item by item; anything else that differs is Unknown."""
+    head = vals[0]
+    if head is not None and all(same(v, head) for v in vals):
+        return head
     return join_values(vals, states, f"differs between the {n} paths through {where}")
 
 
@@ -236,78 +303,59 @@ class JoinMixin(EngineBase):
     def join(
         self, where: str, outs: list[Outcome], threshold: int = JOIN_THRESHOLD
     ) -> list[Outcome]:
-        """Merge the returning paths of a call when they reached the same routing kernels: the
-        forks inside it did not change what routes, so one path (values joined) stands for all.
-        Paths that reached different kernels are kept apart: they are the answer."""
+        """Merge the returning paths of a call when they reached the same routing kernels and
+        left shared objects alike: the forks inside it did not change what routes, so one path
+        (its return values joined) stands for all. Paths that reached different kernels are
+        kept apart: they are the answer."""
         returning = [o for o in outs if o[1] == "return" and not o[0].stopped]
         if len(returning) <= min(threshold, self.budget.merge_at):
             return outs
-        if self.budget.merge_at <= 1:  # set-up phases: join every agreeing path, state and all
-            return self._join_states(where, returning) + [o for o in outs if o not in returning]
+        rest = [o for o in outs if o not in returning]
         groups: dict[tuple[Any, ...], list[Outcome]] = {}
         for o in returning:
-            heap = tuple(
-                sorted(
-                    (k, tuple(sorted((n, _digest(v)) for n, v in d.items())))
-                    for k, d in o[0].heap.items()
+            if self.budget.merge_at <= 1:  # set-up phases: join every agreeing path, state too
+                key: tuple[Any, ...] = (
+                    tuple(id(h) for h in o[0].sinks),
+                    value_shape(o[2]),
+                    len(o[0].envs),
                 )
-            )
-            key = (
-                tuple(id(h) for h in o[0].sinks),
-                tuple(sorted(o[0].claims.items())),
-                heap,
-                _shape(o[2]),
-            )
+            else:
+                key = (record_key(o[0]), heap_digest(o[0]), value_shape(o[2]))
             groups.setdefault(key, []).append(o)
         merged: list[Outcome] = []
         for members in groups.values():
-            first_state, _, first_val = members[0]
-            vals = [m[2] for m in members]
-            value = (
-                first_val
-                if all(same(v, first_val) for v in vals)
-                else join_paths_values(vals, [m[0] for m in members], len(members), where)
-            )
+            states = [m[0] for m in members]
+            value = join_returns([m[2] for m in members], states, len(members), where)
+            state = join_states(states, f"differs between paths joined at {where}")
             if len(members) > 1:
-                first_state.assumptions.append(f"{len(members)} paths through {where} joined")
-            merged.append((first_state, "return", value))
-        return merged + [o for o in outs if o not in returning]
-
-    def _join_states(self, where: str, returning: list[Outcome]) -> list[Outcome]:
-        groups: dict[tuple[Any, ...], list[Outcome]] = {}
-        for o in returning:
-            key = (tuple(id(h) for h in o[0].sinks), _shape(o[2]), len(o[0].envs))
-            groups.setdefault(key, []).append(o)
-        out: list[Outcome] = []
-        for members in groups.values():
-            vals = [m[2] for m in members]
-            first_val = vals[0]
-            value = (
-                first_val
-                if all(same(v, first_val) for v in vals)
-                else join_paths_values(vals, [m[0] for m in members], len(members), where)
-            )
-            (state,) = merge_paths([m[0] for m in members], where, force=True)
-            out.append((state, "return", value))
-        return out
+                state.assumptions.append(f"{len(members)} paths through {where} joined")
+            merged.append((state, "return", value))
+        return merged + rest
 
 
 def commit_agreed(states: list[PathState], skip: Value | None) -> None:
-    """Make what a phase wrote on objects their own, for the phases after it: a field every
-    path agrees on keeps its value, objects of one kind join field by field, the rest become
-    Unknown."""
-    if not states:
-        return
-    keys = dict.fromkeys(k for s in states for k in s.heap)
-    for key in keys:
-        obj = next(s.heap_objs[key] for s in states if key in s.heap_objs)
-        if obj is skip:
-            continue  # the server arguments are settled with their own notes
-        views = [s.fields(obj) for s in states]
-        why = "differs between the paths that built the model"
-        merged = {
-            name: join_values([v.get(name) for v in views], states, why)
-            for name in dict.fromkeys(n for v in views for n in v)
-        }  # objects of one kind made on each path join field by field
-        obj.fields.clear()
-        obj.fields.update(merged)
+    """Make what a phase wrote on objects their own, for the phases after it: what each object
+    holds, joined over the phase's paths (the server arguments, `skip`, are settled with their
+    own notes)."""
+    objs = {k: o for s in states for k, o in s.heap_objs.items() if o is not skip}
+    why = "differs between the paths that built the model"
+    for obj in objs.values():
+        set_base(obj, join_contents([s.contents(obj) for s in states], states, why, JOIN_DEPTH))
+
+
+def record_key(st: PathState) -> tuple[object, ...]:
+    """What the report reads of a path besides its values: paths that differ here are
+    different answers and are never joined. A way that raises never joins one that goes on
+    (the joined state would either raise for both or for neither)."""
+    claims = tuple(sorted((k, id(v)) for k, v in st.claims.items()))
+    raising = None if st.raising is None else (_exception_key(st.raising), st.raised_at)
+    return (tuple(id(h) for h in st.sinks), claims, len(st.envs), st.stopped, raising)
+
+
+def _exception_key(exc: Value) -> object:
+    """What tells two raised exceptions apart for a join: the class raised."""
+    if isinstance(exc, External):
+        return exc.name
+    if isinstance(exc, Instance):
+        return exc.cls.qualname if exc.cls is not None else exc.label
+    return type(exc).__name__

@@ -5,22 +5,15 @@ from __future__ import annotations
 import ast
 
 from routescope.analysis.engine.base import EngineBase, Outcome
-from routescope.analysis.engine.containers import (
-    LIST_UNKNOWN,
-    SEQ_LIMIT,
-    is_list,
-    iteration,
-    truth_in,
-)
-from routescope.analysis.engine.join import (
-    merge_paths,
-)
+from routescope.analysis.engine.containers import SEQ_LIMIT
+from routescope.analysis.engine.contents import iteration, layout_of, truth_in
+from routescope.analysis.engine.join import all_stable, forget_unstable, join_states, record_key
+from routescope.analysis.engine.merging import merge_paths
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.stmts import raised_outcome
 from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
-    Value,
 )
 
 
@@ -32,15 +25,24 @@ class LoopsMixin(EngineBase):
                 out.append(raised_outcome(s))
                 continue
             items = iteration(it, s)
-            if items is None or len(items) > SEQ_LIMIT:
+            layout = (
+                [(i, False) for i in items] if items is not None else layout_of(it, s)
+            )  # a list of unknown length may be known as items some perhaps absent
+            if layout is None or len(layout) > SEQ_LIMIT:
                 out.extend(self._havoc_loop(s, node))
                 continue
             live = [s]
-            for item in items:
+            for item, perhaps in layout:
                 nxt: list[PathState] = []
                 for s2 in live:
+                    skip = s2.fork() if perhaps else None  # this item is not in every list
                     self.assign(s2, node.target, item)
-                    self._iterate(s2, node.body, nxt, out)
+                    went: list[PathState] = []
+                    self._iterate(s2, node.body, went, out)
+                    if skip is not None:  # a pass that changed nothing is the skip's path
+                        went = [w for w in went if not _same_as(skip, w, node.target)]
+                        nxt.append(skip)
+                    nxt.extend(went)
                 live = nxt
                 if (
                     len(live) > self.budget.merge_at
@@ -91,33 +93,102 @@ class LoopsMixin(EngineBase):
                 done.append((s, kind, val))
 
     def _havoc_loop(self, st: PathState, node: ast.For | ast.While) -> list[Outcome]:
-        """An unbounded loop: run the body once on unknowns, then forget what it assigned."""
-        if isinstance(node, ast.For):
-            self.assign(st, node.target, Unknown("loop variable", kind=UnknownKind.LOOP))
+        """A loop whose trip count is not known (an unknown iterable, an undecided condition)
+        may run any number of times, so its exit covers every count: the state before it,
+        joined with the state after a pass, pass after pass from the joined state, until a pass
+        changes nothing but unknowns into other unknowns (past LOOP_PASSES, what still changes
+        is forgotten). What leaves the loop on any pass (a return, a raise, a break) leaves it."""
+        where = f"{self.current_file()}:{node.lineno}"
+        why = f"written in the loop at {where}"
+        current = st
+        if isinstance(node, ast.For):  # bound on every pass, and (over-approximated) before any
+            self.assign(st, node.target, Unknown("the loop variable", kind=UnknownKind.LOOP))
+        exits: list[Outcome] = []
+        for n in range(2 * LOOP_PASSES):
+            ends = self._loop_pass(current.fork(), node, exits)
+            if not ends:  # no way goes round again: the loop ends in its first pass
+                return self._leave(exits, node, current, st, [])
+            joined = join_states([current.fork(), *ends], why)
+            if all_stable(current, joined):  # `current` covers every number of passes
+                return self._leave(exits, node, current, st, ends)
+            current = joined if n < LOOP_PASSES else forget_unstable(current, joined, why)
+        current.stopped = f"the loop at {where} did not settle in {2 * LOOP_PASSES} passes"
+        return [(current, "stop", Unknown(current.stopped, kind=UnknownKind.BUDGET))]
+
+    def _leave(
+        self,
+        exits: list[Outcome],
+        node: ast.For | ast.While,
+        covering: PathState,
+        before: PathState,
+        ends: list[PathState],
+    ) -> list[Outcome]:
+        """The loop's outcomes: breaks go on after it; a while loop ends normally where its
+        condition is false, a for loop anywhere its iterable may run out (the covering state,
+        once for each way through that reached kernels the state before had not): both then
+        run the else clause."""
         out: list[Outcome] = []
-        merged: PathState | None = None
-        # lists the body changes hold an unknown number of changes after it
-        before = {k: st.fields(o) for k, o in st.heap_objs.items() if is_list(o)}
-        for s, kind, val in self.exec_block(st, node.body):
-            if kind in ("return", "raise", "stop", "yield"):
+        for s, kind, val in exits:
+            if kind == "loop-exit":
+                out.extend(self.exec_block(s, node.orelse))
+            elif kind == "break":
+                out.append((s, "normal", None))
+            else:
                 out.append((s, kind, val))
-                continue
-            if merged is None:  # the iterations that fall through collapse into one path
-                merged = s
-        if merged is not None:
-            for key, obj in list(merged.heap_objs.items()):
-                if is_list(obj) and not same_view(merged.fields(obj), before.get(key, obj.fields)):
-                    merged.replace_fields(
-                        obj, {LIST_UNKNOWN: Unknown("changed in a loop", kind=UnknownKind.LOOP)}
-                    )
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                    merged.env[sub.id] = Unknown(
-                        f"assigned in the loop at line {node.lineno}", kind=UnknownKind.LOOP
-                    )
-            out.append((merged, "normal", None))
+        if isinstance(node, ast.For):
+            states = [covering]
+            seen = {record_key(before)}
+            for end in ends:
+                if record_key(end) not in seen:
+                    seen.add(record_key(end))
+                    states.append(with_record(covering, end))
+            out.extend(o for s in states for o in self.exec_block(s, node.orelse))
         return out
 
+    def _loop_pass(
+        self, st: PathState, node: ast.For | ast.While, exits: list[Outcome]
+    ) -> list[PathState]:
+        """One pass of the loop from `st`: the paths that go round again; the paths that leave
+        (a break, a return, a raise, a false condition) go to `exits`."""
+        starts = [st]
+        if isinstance(node, ast.While):
+            starts = []
+            for s, taken in self.decide(st, node.test):
+                if taken:
+                    starts.append(s)
+                else:
+                    exits.append((s, "loop-exit", None))
+        ends: list[PathState] = []
+        for s in starts:
+            for s2, kind, val in self.exec_block(s, node.body):
+                if kind in ("normal", "continue"):
+                    ends.append(s2)
+                elif kind == "break":
+                    exits.append((s2, "break", None))
+                else:
+                    exits.append((s2, kind, val))
+        return ends
 
-def same_view(a: dict[str, Value], b: dict[str, Value]) -> bool:
-    return a is b or (a.keys() == b.keys() and all(a[k] is b[k] for k in a))
+
+# Passes of a loop of unknown trip count before what still changes is forgotten.
+LOOP_PASSES = 3
+
+
+def with_record(values: PathState, record: PathState) -> PathState:
+    """`values`' names and objects with `record`'s decisions, frames and kernels."""
+    out = values.fork()
+    out.decisions, out.trail = list(record.decisions), list(record.trail)
+    out.sinks, out.claims = list(record.sinks), dict(record.claims)
+    out.claimed = list(record.claimed)
+    return out
+
+
+def _same_as(skip: PathState, went: PathState, target: ast.expr) -> bool:
+    """Did a pass over a perhaps-absent item leave the path as skipping it would (but for the
+    loop variable)? Then the skip covers it and the paths need not fork."""
+    names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    a, b = skip.scratch(), went.scratch()
+    for n in names:
+        a.env.pop(n, None)
+        b.env.pop(n, None)
+    return record_key(a) == record_key(b) and all_stable(a, b) and all_stable(b, a)

@@ -1,334 +1,362 @@
-"""Methods of tracked values: dict, list and set methods, context variables, register_*."""
+"""Methods of values the engine tracks: list, dict and set methods (a change goes to the path's
+own contents), context variables, nn.Module's register_*, functools.partial, and a config's
+to_dict()."""
 
 from __future__ import annotations
 
-import ast
 from typing import cast
 
 from routescope.analysis.engine.base import EngineBase
 from routescope.analysis.engine.containers import (
-    LIST_UNKNOWN,
-    index_of,
-    key_absent,
-    key_value,
-    new_list,
-    seq_items,
-    set_of,
-    snapshot,
-    unknown_list,
-    update_view,
+    UNTOLD,
+    DictVal,
+    Entries,
+    ListVal,
+    Seq,
+    SetVal,
+    key_of,
+    new_tuple,
+    str_dict,
 )
+from routescope.analysis.engine.contents import (
+    contains,
+    dict_get,
+    entries,
+    index_of,
+    iteration,
+    seq_items,
+    snapshot,
+)
+from routescope.analysis.engine.operators import equal
+from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
-    Instance,
     Unknown,
     UnknownKind,
     Value,
-    describe,
-)
-from routescope.analysis.library.builtins import (
-    ordered,
+    may_raise,
+    raises,
 )
 
 
-class DictMethod(Value):
-    """A method of a dict literal the engine tracks key by key (keys stored as repr)."""
+class ContainerMethod(Value):
+    """`a_list.append`, `a_dict.get`, `a_set.add`: a method of a tracked container."""
 
-    def __init__(self, target: Instance, name: str) -> None:
+    def __init__(self, target: ListVal | DictVal | SetVal, name: str) -> None:
         super().__init__()
         self.target = target
         self.name = name
 
-    def call(self, st: PathState, args: list[Value], kwargs: dict[str, Value]) -> Value:
-        f = st.fields(self.target)
-        if self.name in ("update", "pop", "setdefault"):
-            f = dict(f)  # this path's own copy: forks may share the old one
-            st.replace_fields(self.target, f)
-        key = repr(args[0].value) if args and isinstance(args[0], Const) else None
-        if self.name == "update":
-            if args and isinstance(args[0], Instance) and args[0].label == "dict":
-                update_view(f, st.fields(args[0]))
-            elif args:
-                f[LIST_UNKNOWN] = Unknown(
-                    "dict updated from an unknown value", kind=UnknownKind.UNSUPPORTED
-                )
-            f.update({repr(k): v for k, v in kwargs.items()})
-            return Const(None)
-        if self.name in ("get", "pop", "setdefault") and key is not None:
-            default = args[1] if len(args) > 1 else Const(None)
-            if self.name == "setdefault" and key not in f:
-                f[key] = (
-                    default
-                    if key_absent(f, key)
-                    else Unknown("dict of unknown contents", kind=UnknownKind.UNSUPPORTED)
-                )
-            missing = (
-                default
-                if key_absent(f, key)
-                else Unknown("dict of unknown contents", kind=UnknownKind.UNSUPPORTED)
-            )
-            value = f.get(key, missing)
-            if self.name == "pop":
-                f.pop(key, None)
-            return value
-        if self.name == "get" and args and not f:  # an empty dict holds no key at all
-            return args[1] if len(args) > 1 else Const(None)
-        if self.name in ("keys", "values", "items") and LIST_UNKNOWN in f:
-            return Unknown(
-                f"dict.{self.name}() of a dict of unknown contents", kind=UnknownKind.UNSUPPORTED
-            )
-        if self.name == "keys":
-            return Instance(None, {str(i): key_value(k) for i, k in enumerate(f)}, "tuple")
-        if self.name == "values":
-            return Instance(None, {str(i): v for i, v in enumerate(f.values())}, "tuple")
-        if self.name == "items":
-            pairs: dict[str, Value] = {
-                str(i): Instance(None, {"0": key_value(k), "1": v}, "tuple")
-                for i, (k, v) in enumerate(f.items())
-            }
-            return Instance(None, pairs, "tuple")
-        return Unknown(f"dict.{self.name}()", kind=UnknownKind.UNSUPPORTED)
+
+def _unknown(why: str) -> Unknown:
+    return Unknown(why, kind=UnknownKind.UNSUPPORTED)
 
 
-REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module"}
+def call_method(
+    eng: EngineBase, st: PathState, m: ContainerMethod, args: list[Value], kwargs: dict[str, Value]
+) -> Value:
+    if isinstance(m.target, ListVal):
+        return _list_method(st, m.target, m.name, args, kwargs)
+    if isinstance(m.target, DictVal):
+        return _dict_method(st, m.target, m.name, args, kwargs)
+    return _set_method(st, m.target, m.name, args)
 
 
-CONTEXT_VAR = "ContextVar"
+# --- lists -------------------------------------------------------------------------------------
 
 
-class ContextVarMethod(Value):
-    """get / set / reset of a contextvars.ContextVar: the value lives on the path (as a field
-    the path writes), so a `with` block that sets it holds it until its reset."""
-
-    def __init__(self, var: Instance, name: str) -> None:
-        super().__init__()
-        self.var, self.name = var, name
-
-    def call(self, st: PathState, args: list[Value]) -> Value:
-        view = st.fields(self.var)
-        if self.name == "get":  # its value, else get()'s default, else its own default
-            for got in (view.get("value"), args[0] if args else None, view.get("default")):
-                if got is not None:
-                    return got
-            return Unknown(
-                f"ContextVar {describe(view['name'])} has no value on this path",
-                kind=UnknownKind.ABSENT,
-            )
-        if self.name == "set" and len(args) == 1:
-            token = Instance(None, {"old": view["value"]} if "value" in view else {}, "Token")
-            st.write(self.var, "value", args[0])
-            return token
-        if self.name == "reset" and len(args) == 1 and isinstance(args[0], Instance):
-            old = st.fields(args[0]).get("old")
-            fields = dict(view)
-            if old is None:  # back to no value of its own: the default answers again
-                fields.pop("value", None)
-            else:
-                fields["value"] = old
-            st.replace_fields(self.var, fields)
-            return Const(None)
-        return Unknown(f"ContextVar.{self.name}()", kind=UnknownKind.UNSUPPORTED)
-
-
-class Register(Value):
-    """nn.Module.register_buffer / register_parameter / add_module of a module instance."""
-
-    def __init__(self, target: Instance) -> None:
-        super().__init__()
-        self.target = target
-
-
-class SetMethod(Value):
-    """A method of a tracked set: changes go to the path's own copy of its items."""
-
-    _CHANGES = frozenset(
-        {
-            "add",
-            "discard",
-            "remove",
-            "update",
-            "clear",
-            "difference_update",
-            "intersection_update",
-            "symmetric_difference_update",
-            "pop",
-        }
-    )
-    _READS = frozenset(
-        {
-            "union",
-            "intersection",
-            "difference",
-            "symmetric_difference",
-            "issubset",
-            "issuperset",
-            "isdisjoint",
-            "copy",
-        }
-    )
-
-    def __init__(self, target: Instance, name: str) -> None:
-        super().__init__()
-        self.target = target
-        self.name = name
-
-    def call(self, st: PathState, args: list[Value]) -> Value:
-        current = snapshot(st, self.target)
-        name = self.name
-        known = isinstance(current, Const) and all(isinstance(a, Const) for a in args)
-        if name in self._READS:
-            if not known:
-                return Unknown(f"set.{name}() of unknowns", kind=UnknownKind.UNSUPPORTED)
-            try:
-                got = getattr(current.value, name)(*(a.value for a in args))  # type: ignore[attr-defined]
-            except Exception as exc:
-                return Unknown(f"set.{name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
-            return set_of([Const(x) for x in ordered(got)]) if isinstance(got, set) else Const(got)
-        if name not in self._CHANGES:
-            return Unknown(f"set.{name}()", kind=UnknownKind.UNSUPPORTED)
-        if not known or name == "pop":
-            st.replace_fields(
-                self.target,
-                {LIST_UNKNOWN: Unknown(f"set.{name}() of unknowns", kind=UnknownKind.UNSUPPORTED)},
-            )
-            return Unknown(f"set.{name}()", kind=UnknownKind.UNSUPPORTED)
-        members = set(current.value)  # type: ignore[attr-defined]
-        try:
-            getattr(members, name)(*(a.value for a in args))  # type: ignore[attr-defined]
-        except Exception as exc:
-            return Unknown(f"set.{name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
-        st.replace_fields(self.target, {repr(x): Const(x) for x in members})
-        return Const(None)
-
-
-class ListMethod(Value):
-    """A method of a list the engine tracks item by item: a change goes to the path's own copy
-    of the items (copy-on-write), so sibling paths never see it."""
-
-    def __init__(self, target: Instance, name: str) -> None:
-        super().__init__()
-        self.target = target
-        self.name = name
-
-    def call(
-        self, eng: EngineBase, st: PathState, args: list[Value], kwargs: dict[str, Value]
-    ) -> Value:
-        name = self.name
-        items = seq_items(st, self.target)
-
-        def store(new: list[Value] | None, why: str = "") -> None:
-            st.replace_fields(
-                self.target,
-                {str(i): v for i, v in enumerate(new)}
-                if new is not None
-                else {LIST_UNKNOWN: Unknown(why or f"list.{name}()", kind=UnknownKind.UNSUPPORTED)},
-            )
-
-        if name == "clear" and not args:
-            store([])
-            return Const(None)
-        if name == "copy" and not args:
-            return new_list(items) if items is not None else unknown_list()
-        if name in ("append", "extend", "insert", "pop", "remove", "reverse", "sort"):
-            result = self._change(eng, st, items, args, kwargs)
-            if result is None:
-                store(None)
-                return Unknown(f"list.{name}() of unknown contents", kind=UnknownKind.UNSUPPORTED)
-            new, value = result
-            store(new)
-            return value
-        if name in ("index", "count") and len(args) == 1 and items is not None:
-            hits = [eng.compare(ast.Eq(), snapshot(st, v), snapshot(st, args[0])) for v in items]
-            if not all(isinstance(h, Const) for h in hits):
-                return Unknown(f"list.{name}() of unknowns", kind=UnknownKind.UNSUPPORTED)
-            flags = [bool(h.value) for h in hits]  # type: ignore[attr-defined]
-            if name == "count":
-                return Const(sum(flags))
+def _list_method(
+    st: PathState, lst: ListVal, name: str, args: list[Value], kwargs: dict[str, Value]
+) -> Value:
+    items = seq_items(st, lst)
+    if name == "copy" and not args:
+        return (
+            ListVal(items)
+            if items is not None
+            else ListVal(None, _unknown("a copy of a list of unknown contents"))
+        )
+    if name == "index" and items is None:  # the item may be there or not
+        return may_raise("ValueError", _unknown("list.index() of a list of unknown contents"))
+    if name in ("index", "count") and len(args) == 1 and items is not None:
+        hits = [equal(st, v, args[0]) for v in items]
+        if name == "count":
             return (
-                Const(flags.index(True))
-                if True in flags
-                else Unknown("list.index() raised", kind=UnknownKind.RAISED)
+                Const(sum(1 for h in hits if h))
+                if None not in hits
+                else _unknown("list.count() of unknowns")
             )
-        return Unknown(f"list.{name}()", kind=UnknownKind.UNSUPPORTED)
+        for h in hits:
+            if h is None:  # not found among what is known: perhaps further on, or nowhere
+                return may_raise("ValueError", _unknown("list.index() of unknowns"))
+            if h:
+                return Const(hits.index(True))
+        return raises("ValueError", "list.index() of a missing item")
+    if name not in _LIST_CHANGES:
+        return _unknown(f"list.{name}()")
+    raised = _list_raises(st, name, items, args)
+    if raised is not None:
+        return raised
+    changed = _list_change(st, name, items, args, kwargs)
+    if changed is None:
+        seq = st.contents(lst)
+        assert isinstance(seq, Seq)
+        kept = _unknown_length_change(st, seq, name, args)
+        if kept is not None:  # still nothing but items it is known it may hold
+            st.store(lst, kept)
+            return Const(None)
+        st.store(lst, Seq(None, _unknown(f"a list.{name}() of unknown contents")))
+        return _unknown(f"list.{name}() of unknown contents")
+    new, value = changed
+    st.store(lst, Seq(new))
+    return value
 
-    def _change(
-        self,
-        eng: EngineBase,
-        st: PathState,
-        items: list[Value] | None,
-        args: list[Value],
-        kwargs: dict[str, Value],
-    ) -> tuple[list[Value], Value] | None:
-        """The new items and the call's value; None when the contents are no longer known."""
-        name = self.name
-        if items is None:
-            return None
-        if name == "append" and len(args) == 1:
-            return [*items, args[0]], Const(None)
-        if name == "extend" and len(args) == 1:
-            more = args[0]
-            extra = (
-                [Const(x, more.origins) for x in more.value]
-                if isinstance(more, Const) and isinstance(more.value, (tuple, list, str))
-                else seq_items(st, more)
-            )
-            return None if extra is None else ([*items, *extra], Const(None))
-        if name == "insert" and len(args) == 2 and index_of(args[0]) is not None:
-            new = list(items)
-            new.insert(cast(int, index_of(args[0])), args[1])
-            return new, Const(None)
-        if name == "pop" and len(args) <= 1:
-            at = index_of(args[0]) if args else -1
-            if at is None or not items or not -len(items) <= at < len(items):
-                return None
-            new = list(items)
-            value = new.pop(at)
-            return new, value
-        if name == "remove" and len(args) == 1:
-            for i, v in enumerate(items):
-                hit = eng.compare(ast.Eq(), snapshot(st, v), snapshot(st, args[0]))
-                if not isinstance(hit, Const):
-                    return None
-                if hit.value:
-                    return [*items[:i], *items[i + 1 :]], Const(None)
-            return None  # ValueError
-        if name == "reverse" and not args:
-            return items[::-1], Const(None)
-        if name == "sort" and not args and not kwargs and all(isinstance(i, Const) for i in items):
-            try:
-                order = sorted(items, key=lambda i: cast(Const, i).value)
-            except TypeError:
-                return None
-            return order, Const(None)
+
+def _list_raises(st: PathState, name: str, items: list[Value] | None,
+                 args: list[Value]) -> Value | None:  # fmt: skip
+    """list.pop() of a position the list does not have, list.remove() of an item it does not
+    hold: Python raises (may raise, when the items are not all known)."""
+    if items is None:
         return None
+    if name == "pop" and len(args) <= 1:
+        at = index_of(args[0]) if args else -1
+        if at is not None and not -len(items) <= at < len(items):
+            return raises("IndexError", "pop from a list without that position")
+    if name == "remove" and len(args) == 1:
+        hits = [equal(st, v, args[0]) for v in items]
+        if True not in hits:
+            why = "list.remove() of an item not there"
+            return raises("ValueError", why) if None not in hits else None
+    return None
 
 
-class Partial(Value):
-    """functools.partial(fn, *args, **kwargs)."""
-
-    def __init__(self, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> None:
-        super().__init__()
-        self.fn = fn
-        self.args = args
-        self.kwargs = kwargs
+_LIST_CHANGES = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear"}
+)
 
 
-class ConfigToDict(Value):
-    """`config.to_dict` of the checkpoint's config (a transformers PretrainedConfig)."""
+def _unknown_length_change(st: PathState, seq: Seq, name: str, args: list[Value]) -> Seq | None:
+    """A list of unknown length known as items some perhaps absent (Seq.maybe), after an
+    append, an extend of known items or a reverse; None when it is no longer known."""
+    if seq.maybe is None:
+        return None
+    if name == "append" and len(args) == 1:
+        return seq.extended(args)
+    if name == "extend" and len(args) == 1:
+        extra = iteration(args[0], st)
+        return seq.extended(extra) if extra is not None else None
+    if name == "reverse" and not args:
+        return Seq(None, seq.why, seq.maybe[::-1])
+    return None
 
-    def __init__(self, config: Instance) -> None:
-        super().__init__()
-        self.config = config
+
+def _list_change(
+    st: PathState, name: str, items: list[Value] | None, args: list[Value], kwargs: dict[str, Value]
+) -> tuple[list[Value], Value] | None:
+    """The new items and the call's value; None when the contents are no longer known."""
+    if name == "clear" and not args:
+        return [], Const(None)
+    if items is None:
+        return None
+    if name == "append" and len(args) == 1:
+        return [*items, args[0]], Const(None)
+    if name == "extend" and len(args) == 1:
+        extra = iteration(args[0], st)
+        return None if extra is None else ([*items, *extra], Const(None))
+    if name == "insert" and len(args) == 2 and index_of(args[0]) is not None:
+        new = list(items)
+        new.insert(cast(int, index_of(args[0])), args[1])
+        return new, Const(None)
+    if name == "pop" and len(args) <= 1:
+        at = index_of(args[0]) if args else -1
+        if at is None or not items or not -len(items) <= at < len(items):
+            return None
+        new = list(items)
+        value = new.pop(at)
+        return new, value
+    if name == "remove" and len(args) == 1:
+        for i, v in enumerate(items):
+            hit = equal(st, v, args[0])
+            if hit is None:
+                return None
+            if hit:
+                return [*items[:i], *items[i + 1 :]], Const(None)
+        return None  # ValueError
+    if name == "reverse" and not args:
+        return items[::-1], Const(None)
+    if name == "sort" and not args and not kwargs and all(isinstance(i, Const) for i in items):
+        try:
+            order = sorted(items, key=lambda i: cast(Const, i).value)
+        except TypeError:
+            return None
+        return order, Const(None)
+    return None
 
 
-def config_dict(st: PathState, config: Instance, depth: int) -> Value:
-    """PretrainedConfig.to_dict(): its attributes as a dict, sub-configs as dicts."""
-    if depth <= 0:
-        return Unknown("to_dict() of a deeply nested config", kind=UnknownKind.BUDGET)
-    fields: dict[str, Value] = {}
-    for k, v in st.fields(config).items():
-        if isinstance(v, Instance) and v.cls is None and v.label == "config":
-            v = config_dict(st, v, depth - 1)
-        fields[repr(k)] = v
-    return Instance(None, fields, "dict")
+# --- dicts -------------------------------------------------------------------------------------
+
+
+def _dict_method(
+    st: PathState, d: DictVal, name: str, args: list[Value], kwargs: dict[str, Value]
+) -> Value:
+    e = entries(st, d)
+    if name in ("get", "pop", "setdefault") and args:
+        key, default = args[0], args[1] if len(args) > 1 else None
+        found = dict_get(st, d, key)  # None: known absent
+        k = key_of(key)
+        if name == "get":
+            return found if found is not None else (default or Const(None))
+        if name == "setdefault":
+            if found is None:
+                value = default or Const(None)
+                st.store(d, e.with_item(key, value))
+                return value
+            if isinstance(found, Unknown):  # perhaps there: there now, its value unknown
+                st.store(d, e.with_item(key, _unknown("perhaps set by setdefault")))
+            return found
+        # pop
+        if found is None:
+            return default or raises("KeyError", "dict.pop() of a missing key")
+        if k is UNTOLD:
+            st.store(
+                d,
+                Entries(
+                    {h: (kv, _unknown("perhaps popped")) for h, (kv, _v) in e.items.items()},
+                    _unknown("a dict popped by an unknown key"),
+                ),
+            )
+        else:
+            st.store(d, e.without(k))
+        return found
+    if name == "update":
+        new = e
+        if args:
+            other = args[0]
+            if isinstance(other, DictVal):
+                new = merged(new, entries(st, other))
+            else:
+                pairs = iteration(other, st)
+                if pairs is None:
+                    new = Entries(
+                        {h: (kv, _unknown("perhaps updated")) for h, (kv, _v) in new.items.items()},
+                        _unknown("a dict updated from an unknown value"),
+                    )
+                else:
+                    for pair in pairs:
+                        kv = seq_items(st, pair)
+                        new = (
+                            new.with_item(kv[0], kv[1])
+                            if kv is not None and len(kv) == 2
+                            else Entries(new.items, _unknown("a dict updated from unknown pairs"))
+                        )
+        new = merged(new, str_dict(kwargs).base)
+        st.store(d, new)
+        return Const(None)
+    if name == "clear" and not args:
+        st.store(d, Entries({}))
+        return Const(None)
+    if name == "copy" and not args:
+        return DictVal(e)
+    if name == "popitem" and not args:
+        if e.closed() and e.items:
+            last = next(reversed(e.items))
+            first_key, v = e.items[last]
+            st.store(d, e.without(last))
+            return new_tuple([first_key, v])
+        return _unknown("dict.popitem()")
+    if name in ("keys", "values", "items"):
+        if not e.closed():
+            return _unknown(f"dict.{name}() of a dict of unknown contents")
+        if name == "keys":
+            return new_tuple([kv for kv, _ in e.items.values()])
+        if name == "values":
+            return new_tuple([v for _, v in e.items.values()])
+        return new_tuple([new_tuple([kv, v]) for kv, v in e.items.values()])
+    if name == "__contains__" and len(args) == 1:
+        got = contains(st, d, args[0])
+        return Const(got) if got is not None else _unknown("dict.__contains__ of unknowns")
+    return _unknown(f"dict.{name}()")
+
+
+# --- sets --------------------------------------------------------------------------------------
+
+_SET_CHANGES = {
+    "add",
+    "discard",
+    "remove",
+    "update",
+    "clear",
+    "difference_update",
+    "intersection_update",
+    "symmetric_difference_update",
+    "pop",
+}
+_SET_READS = {"union": "|", "intersection": "&", "difference": "-", "symmetric_difference": "^"}
+
+
+def _set_method(st: PathState, s: SetVal, name: str, args: list[Value]) -> Value:
+    import ast
+
+    e = entries(st, s)
+    ops = {"|": ast.BitOr(), "&": ast.BitAnd(), "-": ast.Sub(), "^": ast.BitXor()}
+    if name in _SET_READS and len(args) == 1:
+        return set_algebra(st, ops[_SET_READS[name]], s, _as_set(st, args[0]))
+    if name in ("issubset", "issuperset", "isdisjoint") and len(args) == 1:
+        mine, other = snapshot(st, s), snapshot(st, _as_set(st, args[0]))
+        if isinstance(mine, Const) and isinstance(other, Const):
+            return Const(getattr(mine.value, name)(other.value))
+        return _unknown(f"set.{name}() of unknowns")
+    if name == "copy" and not args:
+        return SetVal(e)
+    if name not in _SET_CHANGES:
+        return _unknown(f"set.{name}()")
+    if name == "add" and len(args) == 1:
+        st.store(s, e.with_item(args[0], args[0]))
+    elif name in ("discard", "remove") and len(args) == 1:
+        k = key_of(args[0])
+        if k is UNTOLD:
+            st.store(s, Entries({}, _unknown(f"set.{name}() of an unknown member")))
+        else:
+            st.store(s, e.without(k))
+    elif name == "clear":
+        st.store(s, Entries({}))
+    elif (
+        name
+        in ("update", "difference_update", "intersection_update", "symmetric_difference_update")
+        and len(args) == 1
+    ):
+        op = {
+            "update": "|",
+            "difference_update": "-",
+            "intersection_update": "&",
+            "symmetric_difference_update": "^",
+        }[name]
+        made = set_algebra(st, ops[op], s, _as_set(st, args[0]))
+        st.store(
+            s,
+            entries(st, made)
+            if isinstance(made, SetVal)
+            else Entries({}, _unknown(f"set.{name}() of unknowns")),
+        )
+    else:  # pop: which member goes is up to the hash order
+        st.store(s, Entries({}, _unknown("set.pop()")))
+        return _unknown("set.pop()")
+    return Const(None)
+
+
+def _as_set(st: PathState, v: Value) -> Value:
+    """A set method's argument (any iterable) as a set."""
+    if isinstance(v, (SetVal, DictVal)) or (
+        isinstance(v, Const) and isinstance(v.value, (set, frozenset))
+    ):
+        return v
+    items = iteration(v, st)
+    if items is None:
+        return SetVal(Entries({}, _unknown("a set of unknown members")))
+    e = Entries({})
+    for i in items:
+        e = e.with_item(i, i)
+    return SetVal(e)
+
+
+# --- objects that are not containers -----------------------------------------------------------

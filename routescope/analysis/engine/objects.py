@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import builtins
+
 from routescope.analysis.engine.base import EngineBase, Paths
-from routescope.analysis.engine.containers import (
-    is_list,
-    is_set,
-)
-from routescope.analysis.engine.imports import LazyName
-from routescope.analysis.engine.methods import (
+from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
+from routescope.analysis.engine.bound import (
     CONTEXT_VAR,
     REGISTERS,
     ConfigToDict,
     ContextVarMethod,
-    DictMethod,
-    ListMethod,
     Register,
-    SetMethod,
 )
+from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, new_tuple, str_dict
+from routescope.analysis.engine.imports import LazyName
+from routescope.analysis.engine.methods import ContainerMethod
+from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.stmts import GLOBALS_KEY
 from routescope.analysis.engine.tensors import TensorMethod
@@ -40,29 +39,8 @@ from routescope.analysis.library.builtins import (
     const_attribute,
 )
 
-_BUILTINS = builtin_names() | {
-    "None",
-    "True",
-    "False",
-    "Exception",
-    "ImportError",
-    "ModuleNotFoundError",
-    "ValueError",
-    "RuntimeError",
-    "AssertionError",
-    "KeyError",
-    "TypeError",
-    "AttributeError",
-    "NotImplementedError",
-    "property",
-    "staticmethod",
-    "classmethod",
-    "NotImplemented",
-    "OSError",
-    "__name__",
-    "vars",
-    "issubclass",
-}
+# every name Python's builtins module binds (an unknown builtin's result is opaque)
+_BUILTINS = builtin_names() | {n for n in dir(builtins) if not n.startswith("_")} | {"__name__"}
 
 
 MODULE_BASES = records.MODULE_BASES
@@ -74,11 +52,17 @@ class ObjectsMixin(EngineBase):
         is_global = isinstance(declared, Const) and name in declared.value
         if st.envs and name in st.env and not is_global:
             return self.resolved(st.env[name])
-        fn_closure = self._closure()
+        fn_closure = self._closure_env
         if fn_closure is not None and name in fn_closure:
+            frames = fn_closure.get(CLOSURE_FRAMES)
+            for token in frames.value if isinstance(frames, Const) else ():
+                live = next((e for e in reversed(st.envs) if e.get(FRAME_KEY) is token), None)
+                if live is not None and name in live:  # the enclosing frame, as it is now
+                    return self.resolved(live[name])
             return self.resolved(fn_closure[name])
-        if self.ctx and name in self.ctx[-1].module.globals:
-            return self.resolved(self.ctx[-1].module.globals[name])
+        found = st.global_value(self.ctx[-1].module, name) if self.ctx else None
+        if found is not None:
+            return self.resolved(found)
         if name in ("True", "False", "None"):
             return Const({"True": True, "False": False, "None": None}[name])
         if name in _BUILTINS:
@@ -87,19 +71,21 @@ class ObjectsMixin(EngineBase):
             return LazyName(self, self.ctx[-1].module.name, name)
         return Unknown(f"name {name} is not defined", kind=UnknownKind.ABSENT)
 
-    def _closure(self) -> dict[str, Value] | None:
-        return getattr(self, "_closure_env", None)
-
     def attribute(self, st: PathState, obj: Value, name: str, hook: bool = True) -> Paths:
         """`hook`: a miss on a framework object goes to its class's __getattr__ (off for
         object.__getattribute__)."""
         obj = self.resolved(obj)
         if isinstance(obj, ModuleVal):
-            return [(st, self.module_attr(obj, name))]
+            return [(st, self.module_attr(obj, name, st))]
+        if isinstance(obj, (ListVal, DictVal, SetVal)):
+            return [(st, ContainerMethod(obj, name))]
+        if isinstance(obj, CompiledModule):
+            return [(st, CompiledFunction(obj, name))]
         if isinstance(obj, External):
             full = f"{obj.name}.{name}"
-            if full in self.facts.attributes:
-                return [(st, self.facts.attributes[full])]
+            fact = self.facts.attribute_fact(full)
+            if fact is not None:
+                return [(st, fact)]
             return [(st, External(full, obj.origins))]
         if isinstance(obj, SuperProxy):
             found = obj.cls.lookup(name) if obj.cls else None
@@ -108,20 +94,16 @@ class ObjectsMixin(EngineBase):
             return [
                 (st, found or Unknown(f"super() has no attribute {name}", kind=UnknownKind.ABSENT))
             ]
-        if isinstance(obj, Instance) and obj.label == "dict" and obj.cls is None:
-            return [(st, DictMethod(obj, name))]
-        if isinstance(obj, Instance) and is_list(obj):
-            return [(st, ListMethod(obj, name))]
-        if isinstance(obj, Instance) and is_set(obj):
-            return [(st, SetMethod(obj, name))]
         if isinstance(obj, Instance) and obj.label == CONTEXT_VAR and obj.cls is None:
             return [(st, ContextVarMethod(obj, name))]
         if isinstance(obj, Instance):
             fields = st.fields(obj)
             if name in fields:
                 return [(st, fields[name])]
+            if name == "__dict__" and obj.cls is not None:
+                return [(st, records.instance_dict(obj.cls, fields))]
             if obj.cls is not None:
-                found = obj.cls.lookup(name)
+                found = self.class_lookup(st, obj.cls, name)
                 if isinstance(found, FunctionVal):
                     if "property" in found.decorators or any(
                         d.endswith(".getter")
@@ -160,14 +142,14 @@ class ObjectsMixin(EngineBase):
             label = obj.label or (obj.cls.qualname if obj.cls else "object")
             return [(st, Unknown(f"{label} has no attribute {name}", kind=UnknownKind.ABSENT))]
         if isinstance(obj, ClassVal):
-            found = obj.lookup(name)
+            found = self.class_lookup(st, obj, name)
             if isinstance(found, FunctionVal) and "classmethod" in found.decorators:
                 return [(st, found.bind(obj))]
             if found is not None:
                 return [(st, found)]
             if name == "__annotations__":  # its own fields' annotations, evaluated
-                own = {repr(n): self.annotation(obj, n) for n in list(obj.annotations)}
-                return [(st, Instance(None, own, "dict"))]
+                own = {n: self.annotation(obj, n) for n in list(obj.annotations)}
+                return [(st, str_dict(own))]
             special = records.class_attribute(obj, name)
             if special is not None:
                 return [(st, special)]
@@ -176,7 +158,7 @@ class ObjectsMixin(EngineBase):
             if name == "__qualname__":
                 return [(st, Const(obj.qualname.split(":")[-1]))]
             if name == "__mro__":
-                return [(st, Instance(None, {str(i): c for i, c in enumerate(obj.mro())}, "tuple"))]
+                return [(st, new_tuple(obj.mro()))]
             return [
                 (
                     st,
@@ -196,7 +178,7 @@ class ObjectsMixin(EngineBase):
             return [(st, found or Unknown(f"enum member has no {name}", kind=UnknownKind.ABSENT))]
         if isinstance(obj, Tensor):
             if name == "shape" and obj.shape is not None:
-                return [(st, Instance(None, {str(i): v for i, v in enumerate(obj.shape)}, "tuple"))]
+                return [(st, new_tuple(obj.shape))]
             if name == "dtype" and obj.dtype:
                 return [(st, External(obj.dtype))]
             if name == "ndim" and obj.shape is not None:
@@ -221,23 +203,34 @@ class ObjectsMixin(EngineBase):
         obj = self.resolved(obj)
         if isinstance(obj, Instance):
             st.write(obj, name, value)
-        elif isinstance(obj, ClassVal):
-            obj.attrs[name] = value
+        elif isinstance(obj, ClassVal):  # the path's own, as an instance's fields are
+            own = dict(st.contents(obj))
+            own[name] = value
+            st.store(obj, own)
         elif isinstance(obj, ModuleVal):
-            obj.globals[name] = value
+            st.write(obj, name, value)  # the path's own, as a function's `global` writes are
 
     # --- definitions -------------------------------------------------------------------------
 
+    def class_lookup(self, st: PathState, cls: ClassVal, name: str) -> Value | None:
+        """`name` in the class's MRO, as this path sees each class's attributes."""
+        for c in cls.mro():
+            attrs = st.contents(c)
+            if name in attrs:
+                return attrs[name]  # type: ignore[no-any-return]
+        return None
+
     def super_proxy(self) -> Value:
-        frame_self = getattr(self, "_self_stack", [])
+        frame_self = self._self_stack
         if not frame_self:
             return Unknown("super() outside a method", kind=UnknownKind.UNSUPPORTED)
         receiver, owner = frame_self[-1]
-        if owner is None:
+        if owner is None or receiver is None:
             return Unknown("super() without a class", kind=UnknownKind.UNSUPPORTED)
         mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
         rest = mro[mro.index(owner) + 1 :] if owner in mro else []
         proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))
+        proxy.__dict__["_mro"] = [proxy, *rest]  # the receiver's MRO after the owner, as is
         return SuperProxy(proxy, receiver)
 
     def owner_of(self, fn: FunctionVal) -> ClassVal | None:

@@ -5,14 +5,11 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from routescope.analysis.engine.base import EngineBase, Paths
-from routescope.analysis.engine.containers import (
-    LIST_UNKNOWN,
-    key_absent,
-    snapshot,
-)
+from routescope.analysis.engine.containers import UNTOLD, DictVal, ListVal, SetVal, TupleVal, key_of
+from routescope.analysis.engine.contents import contains, entries, seq_items, snapshot
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import (
     torch_dtype,
@@ -28,15 +25,14 @@ from routescope.analysis.engine.values import (
     ModuleVal,
     Tensor,
     Unknown,
-    UnknownKind,
     Value,
     describe,
     merge_origins,
+    raises,
     unknown_from,
 )
-from routescope.analysis.library.builtins import (
-    SENTINEL,
-)
+from routescope.analysis.library.builtins import SENTINEL
+from routescope.analysis.library.records import field_names, is_dataclass, is_struct
 
 BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -77,33 +73,78 @@ _FLIPPED: dict[type, type] = {
 def record_eq(st: PathState, a: Value, b: Value, depth: int) -> bool | None:
     """`==` between two records (dataclasses, msgspec Structs) of one class that keeps the
     generated __eq__: field by field as this path sees them; None when it cannot say."""
-    from routescope.analysis.library.records import is_dataclass, is_struct
-
     if not (isinstance(a, Instance) and isinstance(b, Instance) and a.cls is not None):
         return None
     if a is b:
         return True
-    if b.cls is not a.cls or depth <= 0:
+    if depth <= 0 or not _generated_eq(a.cls):
         return None
-    if not (is_dataclass(a.cls) or is_struct(a.cls)) or any(
-        "__eq__" in c.attrs for c in a.cls.mro()
-    ):
-        return None
+    if b.cls is not a.cls:  # the generated __eq__ answers NotImplemented: identity decides
+        return False if b.cls is not None and _generated_eq(b.cls) else None
     fa, fb = st.fields(a), st.fields(b)
-    if fa.keys() != fb.keys():
-        return None
-    for key in fa:
-        x, y = snapshot(st, fa[key]), snapshot(st, fb[key])
-        if x is y:
-            continue
-        if isinstance(x, Const) and isinstance(y, Const):
-            if repr(x.value) != repr(y.value):
-                return False
-            continue
-        sub = record_eq(st, x, y, depth - 1)
-        if sub is not True:
-            return sub
+    for name in field_names(a.cls):  # the fields, in order (not attributes set later)
+        if name not in fa or name not in fb:
+            return None
+        got = equal(st, fa[name], fb[name], depth - 1)
+        if got is not True:
+            return got
     return True
+
+
+def _generated_eq(cls: ClassVal) -> bool:
+    """A record class whose == is the generated field-by-field one."""
+    return (is_dataclass(cls) or is_struct(cls)) and not any("__eq__" in c.attrs for c in cls.mro())
+
+
+def equal(st: PathState, a: Value, b: Value, depth: int = 3) -> bool | None:
+    """`a == b` where Python's answer follows from what this path knows: constants, enum
+    members, containers item by item, records field by field; None when it does not."""
+    if a is b and not isinstance(a, (Const, Unknown, Tensor)):
+        return True
+    if isinstance(a, EnumMember) and isinstance(b, EnumMember):
+        return a.cls is b.cls and a.name == b.name
+    if isinstance(a, EnumMember) and isinstance(b, Const):
+        k = key_of(a)  # a member of an int or str enum equals its value; others no constant
+        return bool(k == b.value) if k is not UNTOLD else None
+    if isinstance(b, EnumMember) and isinstance(a, Const):
+        return equal(st, b, a, depth)
+    if depth <= 0:
+        return None
+    a, b = (
+        snapshot(st, a) if isinstance(a, SetVal) else a,
+        snapshot(st, b) if isinstance(b, SetVal) else b,
+    )
+    x, y = seq_items(st, a), seq_items(st, b)
+    if x is not None and y is not None and _is_list(a) == _is_list(b):
+        if len(x) != len(y):
+            return False
+        hits = [equal(st, i, j, depth - 1) for i, j in zip(x, y, strict=True)]
+        return False if False in hits else (True if all(h is True for h in hits) else None)
+    if isinstance(a, DictVal) and isinstance(b, DictVal):
+        ea, eb = entries(st, a), entries(st, b)
+        if not (ea.closed() and eb.closed()):
+            return None
+        if ea.items.keys() != eb.items.keys():
+            return False
+        hits = [equal(st, ea.items[k][1], eb.items[k][1], depth - 1) for k in ea.items]
+        return False if False in hits else (True if all(h is True for h in hits) else None)
+    rec = record_eq(st, a, b, depth)
+    if rec is not None:
+        return rec
+    if isinstance(a, Const) and isinstance(b, Const):
+        try:
+            return bool(a.value == b.value)
+        except Exception:
+            return None
+    if isinstance(a, (DictVal, ListVal, TupleVal)) or isinstance(b, (DictVal, ListVal, TupleVal)):
+        other = b if isinstance(a, (DictVal, ListVal, TupleVal)) else a
+        if isinstance(other, Const) and not isinstance(other.value, (list, tuple, dict)):
+            return False  # a container equals no number, string or None
+    return None
+
+
+def _is_list(v: Value) -> bool:
+    return isinstance(v, ListVal) or (isinstance(v, Const) and isinstance(v.value, list))
 
 
 def bounded_compare(op: ast.cmpop, a: Value, b: Value) -> Value | None:
@@ -134,32 +175,20 @@ class OperatorsMixin(EngineBase):
         out: Paths = []
         for s, vals in self.ev_seq(st, [node.left, *node.comparators]):
             result: Value = Const(True)
-            views = [snapshot(s, v) for v in vals]  # lists compare by their items on this path
-            for i, op in enumerate(node.ops):
-                same = isinstance(op, (ast.Is, ast.IsNot))
-                a, b = (vals if same else views)[i], (vals if same else views)[i + 1]
-                eq = record_eq(s, a, b, 3) if isinstance(op, (ast.Eq, ast.NotEq)) else None
-                r = (
-                    Const(eq == isinstance(op, ast.Eq))
-                    if eq is not None
-                    else self.compare(op, a, b)
-                )
+            for i, op in enumerate(node.ops):  # a < b < c: each link on its own operands
+                r = self.compare(op, vals[i], vals[i + 1], s)
                 if isinstance(r, Const) and not r.value:
                     result = r
                     break
                 if not isinstance(r, Const):
                     result = r
-            out.append(
-                (
-                    s,
-                    result
-                    if isinstance(result, Unknown)
-                    else Const(cast(Const, result).value, merge_origins(*vals)),
-                )
-            )
+            if isinstance(result, Const):
+                result = Const(result.value, merge_origins(*vals))
+            out.append((s, result))
         return out
 
-    def compare(self, op: ast.cmpop, a: Value, b: Value) -> Value:
+    def compare(self, op: ast.cmpop, a: Value, b: Value, st: PathState | None = None) -> Value:
+        """`a OP b` as this path sees its operands (`st` None: no container is read)."""
         if isinstance(op, (ast.Is, ast.IsNot)):
             same = self.identical(a, b)
             if same is None:
@@ -168,118 +197,131 @@ class OperatorsMixin(EngineBase):
         bounded = bounded_compare(op, a, b)
         if bounded is not None:
             return bounded
-        if isinstance(op, (ast.Eq, ast.NotEq)) and any(
-            isinstance(x, Instance) and x.label == SENTINEL for x in (a, b)
-        ):  # object() compares by identity
-            same = self.identical(a, b)
-            if same is not None:
-                return Const(same == isinstance(op, ast.Eq))
-        if (
-            isinstance(op, (ast.In, ast.NotIn))
-            and isinstance(a, Instance)
-            and a.label == SENTINEL
-            and isinstance(b, Const)
-        ):
-            return Const(isinstance(op, ast.NotIn))  # no constant holds a fresh object()
-        if isinstance(a, EnumMember) and isinstance(b, EnumMember):
-            eq = a.cls is b.cls and a.name == b.name
-            if isinstance(op, ast.Eq):
-                return Const(eq)
-            if isinstance(op, ast.NotEq):
-                return Const(not eq)
-        if (
-            isinstance(op, (ast.Eq, ast.NotEq))
-            and isinstance(a, Instance)
-            and isinstance(b, Instance)
-            and a.cls is None
-            and b.cls is None
-            and {a.label, b.label} <= {"dict", "tuple"}
-            and LIST_UNKNOWN not in a.fields
-            and LIST_UNKNOWN not in b.fields
-        ):  # containers compare item by item (the views of this path: see ev_Compare)
-            if a.label != b.label or a.fields.keys() != b.fields.keys():
-                return Const(isinstance(op, ast.NotEq))
-            hits = [self.compare(ast.Eq(), a.fields[k], b.fields[k]) for k in a.fields]
-            if any(isinstance(h, Const) and not h.value for h in hits):
-                return Const(isinstance(op, ast.NotEq))
-            if all(isinstance(h, Const) for h in hits):
-                return Const(isinstance(op, ast.Eq))
-            return Unknown("compare of containers with unknown items", kind=UnknownKind.UNSUPPORTED)
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            got = self._equality(a, b, st)
+            if got is None:
+                return unknown_from(f"compare {describe(a)} with {describe(b)}", a, b)
+            return Const(got == isinstance(op, ast.Eq), merge_origins(a, b))
+        if isinstance(op, (ast.In, ast.NotIn)):
+            found = self._membership(a, b, st)
+            if found is not None:
+                return Const(found == isinstance(op, ast.In), merge_origins(a, b))
+        if st is not None:
+            a, b = snapshot(st, a), snapshot(st, b)  # lists order by their items
         dtypes = torch_dtype(a), torch_dtype(b)
-        if dtypes[0] and dtypes[1] and isinstance(op, (ast.Eq, ast.NotEq)):
-            return Const((dtypes[0] == dtypes[1]) == isinstance(op, ast.Eq), merge_origins(a, b))
+        fn = CMPOPS.get(type(op))
         if isinstance(a, EnumMember) and isinstance(b, Const):
             a = a.value
         if isinstance(b, EnumMember) and isinstance(a, Const):
             b = b.value
+        if isinstance(a, Const) and isinstance(b, Const) and fn is not None and not any(dtypes):
+            try:
+                return Const(bool(fn(a.value, b.value)), merge_origins(a, b))
+            except Exception as exc:
+                return raises(type(exc).__name__, "comparison raised")
+        return unknown_from(f"compare {describe(a)} with {describe(b)}", a, b)
+
+    def _equality(self, a: Value, b: Value, st: PathState | None) -> bool | None:
+        if any(isinstance(x, Instance) and x.label == SENTINEL for x in (a, b)):
+            return self.identical(a, b)  # object() compares by identity
+        dtypes = torch_dtype(a), torch_dtype(b)
+        if dtypes[0] and dtypes[1]:
+            return dtypes[0] == dtypes[1]
+        if isinstance(a, (FunctionVal, ClassVal, ModuleVal)):
+            same = self.identical(a, b)
+            if same is not None:
+                return same
+        if st is None:
+            if isinstance(a, Const) and isinstance(b, Const):
+                try:
+                    return bool(a.value == b.value)
+                except Exception:
+                    return None
+            return None
+        return equal(st, a, b)
+
+    def _membership(self, a: Value, b: Value, st: PathState | None) -> bool | None:
         if (
-            isinstance(op, (ast.In, ast.NotIn))
-            and isinstance(b, External)
+            isinstance(b, External)
             and b.name == "os.environ"
             and isinstance(a, Const)
             and (a.value in self.facts.env or self.facts.env_unset_means_absent)
         ):
-            found = a.value in self.facts.env
-            return Const(
-                found if isinstance(op, ast.In) else not found,
-                (f"env {a.value} " + ("given" if found else "unset (assumed)"),),
-            )
-        if (
-            isinstance(op, (ast.In, ast.NotIn))
-            and isinstance(b, Instance)
-            and b.label in ("tuple", "dict")
-        ):
-            if isinstance(a, Const) and b.label == "dict":
-                found = repr(a.value) in b.fields
-                if not found and not key_absent(b.fields, repr(a.value)):
-                    return unknown_from("key of a dict of unknown contents", b.fields[LIST_UNKNOWN])
-                return Const(found if isinstance(op, ast.In) else not found)
-            hits = [self.compare(ast.Eq(), a, v) for v in b.fields.values()]
-            if any(isinstance(h, Const) and h.value for h in hits):
-                return Const(isinstance(op, ast.In))
-            if all(isinstance(h, Const) for h in hits):
-                return Const(not isinstance(op, ast.In))
-        fn = CMPOPS.get(type(op))
-        if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
-            try:
-                return Const(bool(fn(a.value, b.value)), merge_origins(a, b))
-            except Exception:
-                return Unknown("comparison raised", kind=UnknownKind.RAISED)
-        if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(
-            a, (FunctionVal, ClassVal, ModuleVal)
-        ):
-            same = self.identical(a, b)
-            if same is not None:
-                return Const(same if isinstance(op, ast.Eq) else not same)
-        return unknown_from(f"compare {describe(a)} with {describe(b)}", a, b)
+            return a.value in self.facts.env
+        if isinstance(a, Instance) and a.label == SENTINEL and isinstance(b, Const):
+            return False  # no constant holds a fresh object()
+        if st is None:
+            return None
+        if isinstance(b, (DictVal, SetVal)):
+            return contains(st, b, a)
+        items = seq_items(st, b)
+        if items is None or (isinstance(b, Const) and isinstance(a, Const)):
+            return None  # (constants: the plain operator below)
+        hits = [self.identical(a, x) or equal(st, a, x) for x in items]
+        if True in hits:
+            return True
+        return False if all(h is False for h in hits) else None
 
     def identical(self, a: Value, b: Value) -> bool | None:
         if isinstance(a, Const) and isinstance(b, Const):
-            if a.value is None or b.value is None or isinstance(a.value, bool):
+            if (
+                a.value is None
+                or b.value is None
+                or isinstance(a.value, bool)
+                or isinstance(b.value, bool)
+            ):  # None, True and False are each one object; no other value is one of them
                 return a.value is b.value
             return None
         if isinstance(b, Const) and b.value is None:
-            if isinstance(a, (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember, Tensor)):
+            if isinstance(
+                a,
+                (
+                    FunctionVal,
+                    ClassVal,
+                    ModuleVal,
+                    Instance,
+                    EnumMember,
+                    Tensor,
+                    ListVal,
+                    DictVal,
+                    SetVal,
+                    TupleVal,
+                ),
+            ):
                 return False
             if isinstance(a, External):
                 return False  # an imported name exists
         if isinstance(a, Const) and a.value is None:
             return self.identical(b, a)
         for x, y in ((a, b), (b, a)):  # a fresh object() is none of the values made without it
-            if isinstance(x, Instance) and x.label == SENTINEL and not isinstance(y, Unknown):
-                return x is y
+            if isinstance(x, Instance) and x.label == SENTINEL:
+                if not isinstance(y, Unknown):
+                    return x is y
+                if y.serial < x.serial:  # an unknown value that was there before it was made
+                    return False
         if torch_dtype(a) and torch_dtype(b):
             return torch_dtype(a) == torch_dtype(b)  # one object per dtype
         if isinstance(a, External) and isinstance(b, External):
             # imports name objects by their full dotted path: one name, one object (a sentinel
             # such as msgspec.NODEFAULT); two names, two objects (dtype aliases are above)
             return a.name == b.name
-        framework = (Const, FunctionVal, ClassVal, Instance, EnumMember, Tensor)
+        framework = (
+            Const,
+            FunctionVal,
+            ClassVal,
+            Instance,
+            EnumMember,
+            Tensor,
+            ListVal,
+            DictVal,
+            SetVal,
+            TupleVal,
+        )
         if (isinstance(a, External) and isinstance(b, framework)) or (
             isinstance(b, External) and isinstance(a, framework)
         ):
             return False  # an object from outside the framework is none of its values
-        objects = (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember)
+        objects = (FunctionVal, ClassVal, ModuleVal, Instance, EnumMember, ListVal, DictVal, SetVal)
         if isinstance(a, objects) and isinstance(b, objects):
             if isinstance(a, EnumMember) and isinstance(b, EnumMember):
                 return a.cls is b.cls and a.name == b.name

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from routescope.analysis.engine.base import EngineBase
+from routescope.analysis.engine.containers import DictVal, ListVal, TupleVal
 from routescope.analysis.engine.facts import SinkRule
 from routescope.analysis.engine.state import PathState, SinkHit
 from routescope.analysis.engine.values import (
@@ -15,14 +16,33 @@ from routescope.analysis.engine.values import (
 )
 
 
+def held(v: Value) -> list[Value]:
+    """The values a container holds as made (the tensors a call is handed in a tuple, list or
+    dict; a record's fields)."""
+    if isinstance(v, TupleVal):
+        return list(v.items)
+    if isinstance(v, ListVal):
+        return list(v.base.items or ())
+    if isinstance(v, DictVal):
+        return [x for _, x in v.base.items.values()]
+    if isinstance(v, Instance) and v.cls is None:
+        return list(v.fields.values())
+    return []
+
+
 def tensors_in(vals: list[Value], depth: int = 2) -> list[Tensor]:
     out: list[Tensor] = []
     for v in vals:
         if isinstance(v, Tensor):
             out.append(v)
-        elif isinstance(v, Instance) and v.label in ("tuple", "dict", "list") and depth > 0:
-            out.extend(tensors_in(list(v.fields.values()), depth - 1))
+        elif depth > 0:
+            out.extend(tensors_in(held(v), depth - 1))
     return out
+
+
+def role_of(vals: list[Value]) -> str | None:
+    """ "scores" when an input was computed from the router's scores without a top-k yet."""
+    return "scores" if any(t.role == "scores" for t in tensors_in(vals)) else None
 
 
 def producer_of(vals: list[Value], claims: dict[int, SinkHit]) -> SinkHit | None:
@@ -37,8 +57,8 @@ def routing_producer(result: Value, claims: dict[int, SinkHit], depth: int = 3) 
     """The sink that produced the first routing tensor found in a returned value."""
     if isinstance(result, Tensor):
         return result.producer or claims.get(id(result))
-    if isinstance(result, Instance) and depth > 0:
-        for v in result.fields.values():
+    if depth > 0:
+        for v in result.fields.values() if isinstance(result, Instance) else held(result):
             found = routing_producer(v, claims, depth - 1)
             if found is not None:
                 return found
@@ -53,39 +73,59 @@ class SinksMixin(EngineBase):
             return None
         return (self.current_function(), self.current_file(), getattr(node, "lineno", 0))
 
-    def hit_sink(
-        self,
-        st: PathState,
-        name: str,
-        rule: SinkRule,
-        node: ast.AST | None,
-        args: list[Value],
-        kwargs: dict[str, Value],
-    ) -> Tensor:
-        """A routing-capable kernel was called. Its output belongs to whichever sink produced its
-        tensor inputs (post-processing of routed ids), else it is itself the producer; tensors it
-        receives that no sink wrote yet are its outputs written in place."""
+    def hit_sink(self, st: PathState, name: str, rule: SinkRule, node: ast.AST | None,
+                 args: list[Value], kwargs: dict[str, Value]) -> Tensor:  # fmt: skip
+        """A kernel was called. It is the router kernel when it reads what was computed from
+        the router's inputs (its scores) and no kernel has routed yet: tensors it receives that
+        nothing produced are its outputs, written in place. A kernel that reads ids a kernel
+        produced post-processes them (its output is still that kernel's); one that reads no
+        scores routes nothing. Inside a torch.compile'd function, torch ops are the compiled
+        function's own, not kernels of their own."""
         inputs = [*args, *kwargs.values()]
         inherited = producer_of(inputs, st.claims)
         if inherited is not None:
             return Tensor(producer=inherited)
-        shown = tuple(
-            (k, describe(v := self.resolved(kwargs[k])), v.origins)
-            for k in rule.args
-            if k in kwargs
-        )
-        hit = SinkHit(
-            name,
-            rule.kind,
-            self.current_file(),
-            getattr(node, "lineno", 0),
-            self.current_function(),
-            rule.id,
-            shown,
-        )
+        if role_of(inputs) != "scores" or (rule.kind == "torch" and self.compiling):
+            return Tensor(made_at=self.made_at(node), role=role_of(inputs))
+        shown = tuple((k, describe(v := self.resolved(kwargs[k])), v.origins)
+                      for k in rule.args if k in kwargs)  # fmt: skip
+        hit = SinkHit(name, rule.kind, self.current_file(), getattr(node, "lineno", 0),
+                      self.current_function(), rule.id, shown, rule.provider or _provider(name),
+                      self.compiling[-1] if self.compiling else "")  # fmt: skip
         st.sinks.append(hit)
-        for t in tensors_in(inputs):
-            if t.producer is None and id(t) not in st.claims:
-                st.claims[id(t)] = hit  # written in place (preallocated outputs); path-local
-                st.claimed.append(t)
+        self.claim_outputs(st, inputs, hit)
         return Tensor(producer=hit)
+
+    def claim_outputs(self, st: PathState, inputs: list[Value], hit: SinkHit) -> None:
+        """Tensors a kernel is handed that nothing produced and that hold no scores: its
+        outputs, written in place (preallocated); path-local."""
+        for t in tensors_in(inputs):
+            if t.producer is None and t.role != "scores" and id(t) not in st.claims:
+                st.claims[id(t)] = hit
+                st.claimed.append(t)
+
+
+def _provider(name: str) -> str:
+    """The library a kernel's name comes from: torch.ops.<namespace>.<op> -> namespace."""
+    parts = name.split(".")
+    return parts[2] if name.startswith("torch.ops.") and len(parts) > 2 else parts[0]
+
+
+class CompiledModule(Value):
+    """A CUDA module compiled or loaded at run time (tvm-ffi, torch.utils.cpp_extension): its
+    functions are kernels."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class CompiledFunction(Value):
+    """A function of a CompiledModule."""
+
+    def __init__(self, module: CompiledModule, name: str) -> None:
+        super().__init__()
+        self.module, self.name = module, name
+
+
+UNRECOGNISED = "unrecognised"  # the kind of a call that may have written the ids (see invoke)

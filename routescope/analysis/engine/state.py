@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.engine.values import Instance, UnknownKind, Value
+from routescope.analysis.engine.values import (
+    SERIALS,
+    ClassVal,
+    Instance,
+    ModuleVal,
+    UnknownKind,
+    Value,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +58,15 @@ class Frame:
 @dataclass(frozen=True, slots=True)
 class SinkHit:
     name: str  # qualified name of what computes the top-k
-    kind: str  # cuda_kernel | triton | torch_compile | torch | flashinfer | fused_moe_kernel | ...
+    kind: str  # one of facts.KINDS ("unrecognised": an internal marker, never reported)
     file: str  # the call site
     line: int
     function: str  # the framework function making the call
     rule: str  # the rule id that classified it
     # the call's arguments the rule names, described, with where each value came from
     args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    provider: str = ""  # the library it comes from (sgl_kernel, flashinfer, jit, triton, torch)
+    within: str = ""  # the torch.compile'd function it runs inside, if any
 
 
 @dataclass
@@ -72,14 +81,20 @@ class PathState:
     claims: dict[int, SinkHit] = field(default_factory=dict)  # id(tensor) -> kernel that wrote it
     # the claimed tensors, so their ids stay theirs
     claimed: list[Any] = field(default_factory=list)
-    # copy-on-write object fields: what this path wrote to objects other paths may share
-    heap: dict[int, dict[str, Value]] = field(default_factory=dict)
-    heap_objs: dict[int, Instance] = field(default_factory=dict)  # keeps ids alive
+    # copy-on-write contents of objects other paths may share: an instance's fields, a
+    # module's globals, a container's items; what this path wrote (never changed in place)
+    heap: dict[int, Any] = field(default_factory=dict)
+    heap_objs: dict[int, Value] = field(default_factory=dict)  # keeps ids alive
+    # functools.cache / lru_cache memos filled on this path (and the paths it forked from): the
+    # cache is process state, so a sibling path never sees this path's entries
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict)
     stopped: str = ""  # a budget overrun or dead end: the path's reason for ending early
     assumptions: list[str] = field(default_factory=list)
     # an exception a call raised that a handler up the stack may catch: the statement that
     # made the call ends with it (the rest of the statement is not evaluated)
     raising: Value | None = None
+    # where the exception this path raises (or last raised) was raised: (file, line, function)
+    raised_at: tuple[str, int, str] | None = None
     # what a generator yielded: the statement that yielded ends its function with it (only a
     # context manager's generator is run, up to its yield)
     yielded: Value | None = None
@@ -100,10 +115,12 @@ class PathState:
             envs=[dict(e) for e in self.envs],
             frames=list(self.frames),
             claims=dict(self.claims),
-            heap=dict(self.heap),  # inner dicts are shared until written (write() copies)
+            heap=dict(self.heap),  # contents are shared until written (writes replace them)
             heap_objs=dict(self.heap_objs),
+            memo=dict(self.memo),
             stopped=self.stopped,
             raising=self.raising,
+            raised_at=self.raised_at,
             yielded=self.yielded,
         )
 
@@ -114,25 +131,113 @@ class PathState:
     def fields(self, obj: Instance) -> dict[str, Value]:
         """The fields of `obj` as this path sees them."""
         own = self.heap.get(id(obj))
-        return own if own is not None else obj.fields
+        got = own if own is not None else obj.fields
+        if RECORDING:
+            _read(obj, got)
+        return got
+
+    def global_value(self, mod: ModuleVal, name: str) -> Value | None:
+        """A module global as this path sees it (a function's `global` writes are the path's
+        own); None when the module has no such name."""
+        own = self.heap.get(id(mod))
+        got = (own if own is not None else mod.globals).get(name)
+        for r in RECORDING:  # a module's dict changes in place while it loads: read by name
+            r.reads.setdefault(hash((id(mod), name)), (mod, (name, got)))
+        return got
+
+    def contents(self, obj: Value) -> Any:
+        """What a mutable object holds on this path: its fields, globals or items."""
+        own = self.heap.get(id(obj))
+        got = own if own is not None else base_of(obj)
+        if RECORDING:
+            _read(obj, got)
+        return got
+
+    def store(self, obj: Value, contents: Any) -> None:
+        """Replace what `obj` holds on this path (contents are never changed in place)."""
+        self.heap[id(obj)] = contents
+        self.heap_objs[id(obj)] = obj
+        for r in RECORDING:
+            r.writes[id(obj)] = obj
 
     def commit(self) -> None:
-        """Make this path's object writes the objects' own (module level, class set-up)."""
-        for key, fields in self.heap.items():
-            obj = self.heap_objs[key]
-            obj.fields.clear()
-            obj.fields.update(fields)
+        """Make this path's writes the objects' own (module level, class set-up, a phase that
+        ends): later evaluation starts from them. Memos filled on the path stay with it."""
+        for key, contents in self.heap.items():
+            set_base(self.heap_objs[key], contents)
         self.heap.clear()
         self.heap_objs.clear()
 
-    def replace_fields(self, obj: Instance, fields: dict[str, Value]) -> None:
-        self.heap[id(obj)] = fields
-        self.heap_objs[id(obj)] = obj
+    def replace_fields(self, obj: Value, fields: Any) -> None:
+        self.store(obj, fields)
 
-    def write(self, obj: Instance, name: str, value: Value) -> None:
+    def write(self, obj: Instance | ModuleVal, name: str, value: Value) -> None:
         """Copy-on-write: a fork may share the inner dict, so every write makes its own."""
-        key = id(obj)
-        own = dict(self.heap.get(key, obj.fields))
+        own = dict(self.contents(obj))
         own[name] = value
-        self.heap[key] = own
-        self.heap_objs[key] = obj
+        self.store(obj, own)
+
+
+def base_of(obj: Value) -> Any:
+    if isinstance(obj, Instance):
+        return obj.fields
+    if isinstance(obj, ModuleVal):
+        return obj.globals
+    if isinstance(obj, ClassVal):
+        return obj.attrs
+    return obj.base  # type: ignore[attr-defined]
+
+
+def set_base(obj: Value, contents: Any) -> None:
+    if isinstance(obj, Instance):  # a new dict: contents read before stay as they were read
+        obj.fields = dict(contents)
+    elif isinstance(obj, ClassVal):
+        obj.attrs = dict(contents)
+    elif isinstance(obj, ModuleVal):  # the dict keeps its identity (the module body's env)
+        if obj.globals is not contents:
+            obj.globals.clear()
+            obj.globals.update(contents)
+    else:
+        obj.base = contents  # type: ignore[attr-defined]
+
+
+class Reads:
+    """What a computation read of mutable objects (each object's contents, by identity: the
+    contents are never changed in place) and which objects it wrote: a memo of it is valid on
+    any path that holds the same contents for everything it read (ENGINE.md: caches are keyed
+    by what they read)."""
+
+    __slots__ = ("reads", "since", "writes")
+
+    def __init__(self) -> None:
+        self.since = next(SERIALS)  # objects with a later serial were made by the computation
+        self.reads: dict[int, tuple[Value, Any]] = {}
+        self.writes: dict[int, Value] = {}
+
+    def older(self, obj: Value) -> bool:
+        return getattr(obj, "serial", 0) < self.since
+
+    def holds_on(self, st: PathState) -> bool:
+        """Does `st` hold what the computation read, for every object older than it?"""
+        for obj, contents in self.reads.values():
+            if not self.older(obj):
+                continue
+            now = st.heap.get(id(obj), base_of(obj))
+            if isinstance(obj, ModuleVal) and isinstance(contents, tuple):
+                if now.get(contents[0]) is not contents[1]:
+                    return False
+            elif now is not contents:
+                return False
+        return True
+
+    def side_effects(self) -> bool:
+        """Did the computation write an object that existed before it?"""
+        return any(self.older(o) for o in self.writes.values())
+
+
+RECORDING: list[Reads] = []  # the computations being recorded, innermost last
+
+
+def _read(obj: Value, contents: Any) -> None:
+    for r in RECORDING:
+        r.reads.setdefault(id(obj), (obj, contents))

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from routescope.analysis.engine.base import EngineBase, Outcome
 from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import (
-    LIST_UNKNOWN,
-    is_dict,
-    is_list,
-    seq_items,
-    truth_in,
-)
-from routescope.analysis.engine.join import (
-    merge_paths,
-)
+from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
+from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items, truth_in
+from routescope.analysis.engine.merging import merge_paths
+from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
     External,
+    FunctionVal,
     Instance,
     Tensor,
     Unknown,
@@ -28,6 +24,7 @@ from routescope.analysis.engine.values import (
 )
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
+HANDLED_KEY = "\x00handled"  # env slot: the exception the running handler handles
 
 
 class StmtMixin(EngineBase):
@@ -96,14 +93,41 @@ class StmtMixin(EngineBase):
         return out
 
     def ex_AugAssign(self, st: PathState, node: ast.AugAssign) -> list[Outcome]:
+        """`x op= y`: a list, dict or set changes in place (`+=` extends, `|=` updates), so
+        every name for it sees the change; anything else is `x = x op y`."""
         load = as_load(node.target)
-        expr = ast.BinOp(left=load, op=node.op, right=node.value)
-        ast.copy_location(expr, node)
         out: list[Outcome] = []
-        for s, v in self.ev(st, expr):
+        for s, (cur, more) in self.ev_seq(st, [load, node.value]):
+            if self._in_place(s, node.op, cur, more):
+                out.append((s, "normal", None))
+                continue
+            expr = ast.BinOp(left=load, op=node.op, right=node.value)
+            ast.copy_location(expr, node)
+            v = self.binop(s, expr, cur, more)
             self.assign(s, node.target, v)
             out.append((s, "normal", None))
         return out
+
+    def _in_place(self, st: PathState, op: ast.operator, cur: Value, more: Value) -> bool:
+        if isinstance(cur, ListVal) and isinstance(op, ast.Add):
+            items, extra = seq_items(st, cur), iteration(more, st)
+            why = Unknown("a list extended by unknown items", kind=UnknownKind.UNSUPPORTED)
+            st.store(
+                cur,
+                Seq([*items, *extra])
+                if items is not None and extra is not None
+                else Seq(None, why),
+            )
+            return True
+        if isinstance(cur, DictVal) and isinstance(op, ast.BitOr) and isinstance(more, DictVal):
+            st.store(cur, merged(entries(st, cur), entries(st, more)))
+            return True
+        if isinstance(cur, SetVal) and isinstance(op, (ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)):
+            made = set_algebra(st, op, cur, more)
+            why = Unknown("a set changed by an unknown operand", kind=UnknownKind.UNSUPPORTED)
+            st.store(cur, entries(st, made) if isinstance(made, SetVal) else Entries({}, why))
+            return True
+        return False
 
     def ex_Global(self, st: PathState, node: ast.Global) -> list[Outcome]:
         declared = st.env.get(GLOBALS_KEY)
@@ -112,81 +136,83 @@ class StmtMixin(EngineBase):
         return [(st, "normal", None)]
 
     def assign(self, st: PathState, target: ast.expr, v: Value) -> None:
+        if st.raising is not None:  # the value raised: Python binds nothing
+            return
         if isinstance(target, ast.Name):
             declared = st.env.get(GLOBALS_KEY)
             if isinstance(declared, Const) and target.id in declared.value and self.ctx:
-                self.ctx[-1].module.globals[target.id] = v  # `global X` then `X = ...`
+                st.write(self.ctx[-1].module, target.id, v)  # `global X` then `X = ...`
                 return
             st.env[target.id] = v
         elif isinstance(target, (ast.Tuple, ast.List)):
-            items: list[Value] | None = None
-            if (
-                isinstance(v, Const)
-                and isinstance(v.value, (tuple, list))
-                and len(v.value) == len(target.elts)
-            ):
-                items = [Const(x, v.origins) for x in v.value]
-            else:
-                seq = seq_items(st, v)
-                if seq is not None and len(seq) == len(target.elts):
-                    items = seq
-            for i, elt in enumerate(target.elts):
-                self.assign(st, elt, items[i] if items else unpacked(v))
+            self._unpack(st, target.elts, v)
         elif isinstance(target, ast.Attribute):
             for s, obj in self.ev(st, target.value):
                 if s is st:
                     self.set_attribute(st, obj, target.attr, v)
         elif isinstance(target, ast.Subscript):
-            self._assign_item(st, target, v)  # container writes: tracked for lists and dicts
+            self._assign_item(st, target, v)
         elif isinstance(target, ast.Starred):
             self.assign(
-                st, target.value, Unknown("starred assignment", kind=UnknownKind.UNSUPPORTED)
+                st,
+                target.value,
+                ListVal(None, Unknown("a starred assignment", kind=UnknownKind.UNSUPPORTED)),
             )
 
+    def _unpack(self, st: PathState, elts: list[ast.expr], v: Value) -> None:
+        """`a, *b, c = v`: the items in order, the starred name a new list of the rest."""
+        items = iteration(v, st)
+        star = next((i for i, e in enumerate(elts) if isinstance(e, ast.Starred)), None)
+        fits = items is not None and (
+            len(items) == len(elts) if star is None else len(items) >= len(elts) - 1
+        )
+        if not fits or items is None:
+            for elt in elts:
+                target = elt.value if isinstance(elt, ast.Starred) else elt
+                self.assign(st, target, unpacked(v))
+            return
+        if star is None:
+            for elt, item in zip(elts, items, strict=True):
+                self.assign(st, elt, item)
+            return
+        after = len(elts) - star - 1
+        for elt, item in zip(elts[:star], items[:star], strict=True):
+            self.assign(st, elt, item)
+        middle = items[star : len(items) - after]
+        self.assign(st, cast(ast.Starred, elts[star]).value, ListVal(middle))
+        for elt, item in zip(elts[star + 1 :], items[len(items) - after :], strict=True):
+            self.assign(st, elt, item)
+
     def _written_at(self, node: ast.stmt, v: Value) -> Value:
-        """A literal assigned (`self.moe_runner_backend = "flashinfer_trtllm"`,
-        `overrides["moe_runner_backend"] = "flashinfer_trtllm"`) keeps the line that wrote it
-        as its origin: the evidence of which override fired. Values copied from elsewhere keep
-        their own origins (or none)."""
+        """A literal assigned (`self.backend = "fast"`, `overrides["backend"] = "fast"`) keeps
+        the line that wrote it as its origin: the evidence of which override fired. Values
+        copied from elsewhere keep their own origins (or none)."""
         if isinstance(v, Const) and not v.origins and self.ctx:
             return Const(v.value, (f"{self.ctx[-1].file}:{node.lineno}",))
         return v
 
     def _assign_item(self, st: PathState, target: ast.Subscript, v: Value) -> None:
+        """`c[k] = v`: a dict's or list's item on this path; an object's own __setitem__."""
         for s, (obj, idx) in self.ev_seq(st, [target.value, target.slice]):
             if s is not st:
                 continue
-            if is_dict(obj):
-                assert isinstance(obj, Instance)
-                if isinstance(idx, Const):
-                    st.write(obj, repr(idx.value), v)
+            if isinstance(obj, DictVal):
+                st.store(obj, entries(st, obj).with_item(idx, v))
+            elif isinstance(obj, ListVal):
+                items = seq_items(st, obj)
+                at = index_of(idx)
+                if items is not None and at is not None and -len(items) <= at < len(items):
+                    items[at] = v
+                    st.store(obj, Seq(items))
                 else:
-                    st.write(
-                        obj,
-                        LIST_UNKNOWN,
-                        Unknown(
-                            "dict item written with an unknown key", kind=UnknownKind.UNSUPPORTED
-                        ),
+                    why = Unknown(
+                        "a list item written at an unknown place", kind=UnknownKind.UNSUPPORTED
                     )
-                continue
-            if not is_list(obj):
-                continue
-            assert isinstance(obj, Instance)
-            items = seq_items(st, obj)
-            n = len(items) if items is not None else 0
-            if (
-                items is not None
-                and isinstance(idx, Const)
-                and isinstance(idx.value, int)
-                and not isinstance(idx.value, bool)
-                and -n <= idx.value < n
-            ):
-                items[idx.value] = v
-                st.replace_fields(obj, {str(i): x for i, x in enumerate(items)})
-            else:
-                st.replace_fields(
-                    obj, {LIST_UNKNOWN: Unknown("list item written", kind=UnknownKind.UNSUPPORTED)}
-                )
+                    st.store(obj, Seq(None, why))
+            elif isinstance(obj, Instance) and obj.cls is not None:
+                setter = obj.cls.lookup("__setitem__")
+                if isinstance(setter, FunctionVal):
+                    self.call(st, setter.bind(obj), [idx, v], {}, target)
 
     def ex_If(self, st: PathState, node: ast.If) -> list[Outcome]:
         out: list[Outcome] = []
@@ -200,9 +226,15 @@ class StmtMixin(EngineBase):
         return [(s, "return", v) for s, v in self.ev(st, node.value)]
 
     def ex_Raise(self, st: PathState, node: ast.Raise) -> list[Outcome]:
-        if node.exc is None:
-            return [(st, "raise", Unknown("re-raise", kind=UnknownKind.RAISED))]
-        return [(s, "raise", v) for s, v in self.ev(st, node.exc)]
+        where = (self.current_file(), node.lineno, self.current_function())
+        if node.exc is None:  # a bare raise: the exception being handled, again
+            handled = st.env.get(HANDLED_KEY) or Unknown("re-raise", kind=UnknownKind.RAISED)
+            return [(st, "raise", handled)]
+        out: list[Outcome] = []
+        for s, v in self.ev(st, node.exc):
+            s.raised_at = where
+            out.append((s, "raise", v))
+        return out
 
     def ex_Assert(self, st: PathState, node: ast.Assert) -> list[Outcome]:
         out: list[Outcome] = []
@@ -210,6 +242,7 @@ class StmtMixin(EngineBase):
             t = truth_in(s, v)
             if t is False:
                 s.decisions.append(self.make_decision(s, node.test, False, v))
+                s.raised_at = (self.current_file(), node.lineno, self.current_function())
                 out.append((s, "raise", External("AssertionError")))
             else:
                 out.append((s, "normal", None))
@@ -224,18 +257,7 @@ class StmtMixin(EngineBase):
             self.catching.pop()
         for s, kind, val in body:
             if kind == "raise":
-                handled = False
-                for h in node.handlers:
-                    m = self.exception_matches(val, h, s)
-                    if m is False:
-                        continue
-                    if h.name:
-                        s.env[h.name] = val or Unknown("exception", kind=UnknownKind.RAISED)
-                    out.extend(self.exec_block(s, h.body))
-                    handled = True
-                    break
-                if not handled:
-                    out.append((s, kind, val))
+                out.extend(self._handle(s, node.handlers, val))
             elif kind == "normal":
                 out.extend(self.exec_block(s, node.orelse))
             else:
@@ -254,6 +276,39 @@ class StmtMixin(EngineBase):
         return out
 
     ex_TryStar = ex_Try
+
+    def _handle(self, st: PathState, handlers: list[ast.ExceptHandler],
+                exc: Value | None) -> list[Outcome]:  # fmt: skip
+        """A raised exception meets a try's handlers in order: the first that matches runs; one
+        that may match (an exception whose class is not fully known) runs on a fork, while the
+        exception also goes on to the next handlers; none: it propagates."""
+        out: list[Outcome] = []
+        pending = [st]
+        caught = exc or Unknown("an exception", kind=UnknownKind.RAISED)
+        for h in handlers:
+            left: list[PathState] = []
+            for s in pending:
+                m = self.exception_matches(exc, h, s)
+                if m is False:
+                    left.append(s)
+                    continue
+                taker = s if m else s.fork()
+                if not m:
+                    left.append(s)
+                taker.raised_at = None  # handled: what is raised later is raised there
+                if h.name:
+                    taker.env[h.name] = caught
+                before = taker.env.get(HANDLED_KEY)
+                taker.env[HANDLED_KEY] = caught  # what a bare `raise` in the handler raises
+                for s2, k2, v2 in self.exec_block(taker, h.body):
+                    if s2.envs and before is not None:
+                        s2.env[HANDLED_KEY] = before
+                    elif s2.envs:
+                        s2.env.pop(HANDLED_KEY, None)
+                    out.append((s2, k2, v2))
+            pending = left
+        out.extend((s, "raise", exc) for s in pending)
+        return out
 
     def ex_FunctionDef(self, st: PathState, node: ast.FunctionDef) -> list[Outcome]:
         st.env[node.name] = self.define_function(st, node)
@@ -301,6 +356,8 @@ def as_load(target: ast.expr) -> ast.expr:
 
 
 def unpacked(v: Value) -> Value:
-    if isinstance(v, Tensor):
-        return Tensor(producer=v.producer, made_at=v.made_at)  # weights, ids = kernel(...)
+    if isinstance(v, Tensor):  # weights, ids = kernel(...)
+        return Tensor(producer=v.producer, made_at=v.made_at, role=v.role)
+    if isinstance(v, Unknown):  # an item of an unknown value is as unknown
+        return v
     return Unknown("unpacked from an unknown value", kind=UnknownKind.UNSUPPORTED)

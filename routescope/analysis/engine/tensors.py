@@ -7,7 +7,6 @@ from typing import Any
 from routescope.analysis.engine.values import (
     Const,
     External,
-    Instance,
     Tensor,
     Value,
 )
@@ -57,9 +56,6 @@ def torch_dtype(v: Value) -> str | None:
     return name if name in _DTYPES else None
 
 
-# A for loop or comprehension over known items runs item by item up to this many items (the
-
-
 # tensor methods whose result has the tensor's shape (and, for the second set, its dtype)
 SAME_DTYPE = {
     "contiguous",
@@ -93,14 +89,19 @@ PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "nn.Parameter
 FACTORIES = {f"torch.{n}" for n in ("empty", "zeros", "ones", "full", "rand", "randn")}
 
 
-def made_tensor(name: str, args: list[Value], kwargs: dict[str, Value], made: Any) -> Tensor:
-    """A new tensor with the shape and dtype its factory call gives it, where they are known."""
+def made_tensor(
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    made: Any,
+    sizes: list[Value] | None = None,
+) -> Tensor:
+    """A new tensor with the shape and dtype its factory call gives it, where they are known
+    (`sizes`: the items of a size tuple or list given as the first argument)."""
     dims: list[Value] | None = None
     first = args[0] if args else kwargs.get("size")
-    if isinstance(first, Const) and isinstance(first.value, (tuple, list)):
-        dims = [Const(d, first.origins) for d in first.value]
-    elif isinstance(first, Instance) and first.cls is None and first.label in ("tuple", "list"):
-        dims = list(first.fields.values())
+    if sizes is not None:
+        dims = sizes
     elif name != "torch.full":
         dims = [a for a in args if not isinstance(a, Const) or isinstance(a.value, int)]
         if len(dims) != len(args):

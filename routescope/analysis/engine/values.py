@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import enum
+import itertools
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,10 @@ class Const(Value):
         return f"Const({self.value!r})"
 
 
+# A mutable object's serial tells objects made during a computation from those made before it.
+SERIALS = itertools.count(1)
+
+
 class UnknownKind(enum.Enum):
     """Why a value is unknown. Decisions read the kind, never the wording of the reason."""
 
@@ -62,7 +68,7 @@ class Unknown(Value):
 
     `truthy` is set when only the truthiness is known (an f-string with literal text)."""
 
-    __slots__ = ("kind", "reason", "truthy")
+    __slots__ = ("exc", "kind", "maybe", "reason", "serial", "truthy")
 
     def __init__(
         self,
@@ -70,11 +76,20 @@ class Unknown(Value):
         origins: tuple[str, ...] = (),
         truthy: bool | None = None,
         kind: UnknownKind = UnknownKind.OPAQUE,
+        exc: str | Value | None = None,
     ) -> None:
         super().__init__(origins)
         self.reason = reason
         self.truthy = truthy
         self.kind = kind
+        # the value stood for is one that existed when this was made: no object made after
+        # it (a fresh object() sentinel) can be it
+        self.serial = next(SERIALS)
+        # RAISED by a builtin operation: the exception class Python raises there (the
+        # expression that made it raises it: see ExprMixin.ev); `maybe`: it raises it or gives
+        # an unknown value, depending on what the facts do not tell
+        self.exc = exc
+        self.maybe = False
 
     def __repr__(self) -> str:
         return f"Unknown({self.reason!r})"
@@ -98,7 +113,7 @@ class OpenKeys(Unknown):
 
     __slots__ = ("keys",)
 
-    def __init__(self, keys: frozenset[str], reason: str) -> None:
+    def __init__(self, keys: frozenset[Hashable], reason: str) -> None:
         super().__init__(reason, kind=UnknownKind.JOINED)
         self.keys = keys
 
@@ -120,7 +135,7 @@ class Tensor(Value):
     """An abstract tensor: only the facts that guards look at, and which sink produced it
     (the first routing kernel that wrote it, directly or in place)."""
 
-    __slots__ = ("contiguous", "dtype", "made_at", "producer", "shape")
+    __slots__ = ("contiguous", "dtype", "made_at", "producer", "role", "shape")
 
     def __init__(
         self,
@@ -129,8 +144,11 @@ class Tensor(Value):
         producer: Any = None,
         made_at: Any = None,
         contiguous: bool = False,
+        role: str | None = None,
     ) -> None:
         super().__init__()
+        # "scores": computed from the router's inputs (its logits) without a top-k yet
+        self.role = role
         self.shape = shape
         self.dtype = dtype
         self.contiguous = contiguous  # known to be laid out row-major (a fresh tensor)
@@ -144,7 +162,7 @@ class Tensor(Value):
 
 
 class External(Value):
-    """A name from outside the framework tree (torch.topk, sgl_kernel.moe_fused_gate)."""
+    """A name from outside the framework tree (torch.topk, a kernel library's op)."""
 
     __slots__ = ("name",)
 
@@ -161,6 +179,7 @@ class ModuleVal(Value):
     name: str
     globals: dict[str, Value] = field(default_factory=dict)
     relpath: str = ""
+    error: Value | None = None  # the exception its body raised: importing it raises that
 
     def __post_init__(self) -> None:
         Value.__init__(self)
@@ -216,19 +235,18 @@ class ClassVal(Value):
 
     def __post_init__(self) -> None:
         Value.__init__(self)
+        self.serial = next(SERIALS)
 
     def __repr__(self) -> str:
         return f"ClassVal({self.qualname})"
 
     def mro(self) -> list[ClassVal]:
-        out: list[ClassVal] = []
-        todo: list[Value] = [self]
-        while todo:
-            c = todo.pop(0)
-            if isinstance(c, ClassVal) and c not in out:
-                out.append(c)
-                todo.extend(c.bases)
-        return out
+        """The method resolution order over the framework's own classes: C3, as CPython
+        linearises (bases from outside the framework are leaves, see external_bases)."""
+        cached = self.__dict__.get("_mro")
+        if cached is None:
+            cached = self.__dict__["_mro"] = _c3(self)
+        return list(cached)
 
     def lookup(self, name: str) -> Value | None:
         for c in self.mro():
@@ -238,6 +256,23 @@ class ClassVal(Value):
 
     def external_bases(self) -> list[str]:
         return [b.name for c in self.mro() for b in c.bases if isinstance(b, External)]
+
+
+def _c3(cls: ClassVal) -> list[ClassVal]:
+    """C3 linearisation; a hierarchy CPython would reject (TypeError at class creation) falls
+    back to depth-first order, first occurrence kept."""
+    direct = [b for b in cls.bases if isinstance(b, ClassVal)]
+    seqs = [b.mro() for b in direct] + [list(direct)]
+    out = [cls]
+    while any(seqs):
+        seqs = [s for s in seqs if s]
+        head = next((s[0] for s in seqs if not any(s[0] in rest[1:] for rest in seqs)), None)
+        if head is None:
+            rest = [c for s in seqs for c in s]
+            return out + [c for i, c in enumerate(rest) if c not in rest[:i] and c not in out]
+        out.append(head)
+        seqs = [s[1:] if s[0] is head else s for s in seqs]
+    return out
 
 
 @dataclass(eq=False)
@@ -250,6 +285,7 @@ class Instance(Value):
 
     def __post_init__(self) -> None:
         Value.__init__(self)
+        self.serial = next(SERIALS)  # objects made after a serial are newer than it
 
     def __repr__(self) -> str:
         return f"Instance({self.label or (self.cls.qualname if self.cls else '?')})"
@@ -326,3 +362,32 @@ def unknown_from(reason: str, *vals: Value) -> Unknown:
     if unknowns:
         return Unknown(unknowns[0].reason, merge_origins(*vals), kind=unknowns[0].kind)
     return Unknown(reason, merge_origins(*vals), kind=UnknownKind.UNSUPPORTED)
+
+
+def ordered(value: Any) -> Any:
+    """A set's items in one fixed order (by repr): CPython iterates a set of strings in an
+    order that changes with PYTHONHASHSEED, and a trace must not change with it."""
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted(value, key=repr))
+    return value
+
+
+def raises(exc: str, why: str) -> Unknown:
+    """The value of a builtin operation that raises `exc` (a builtin exception's name) in
+    Python: evaluating the expression raises it."""
+    return Unknown(why, kind=UnknownKind.RAISED, exc=exc)
+
+
+def raises_value(exc: Value, why: str) -> Unknown:
+    """The value of an expression that raises the exception `exc` (a module whose import
+    raised, read)."""
+    return Unknown(why, kind=UnknownKind.RAISED, exc=exc)
+
+
+def may_raise(exc: str, why: Unknown) -> Unknown:
+    """The value of a builtin operation whose operands the facts do not tell, that raises
+    `exc` for some of them: the expression forks into a way that raises and a way that goes
+    on with `why` (an unknown value)."""
+    out = Unknown(why.reason, why.origins, why.truthy, why.kind, exc)
+    out.maybe = True
+    return out

@@ -6,18 +6,17 @@ import ast
 from typing import Any
 
 from routescope.analysis.engine.base import EngineBase, Outcome
-from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.state import PathState, base_of
 from routescope.analysis.engine.values import (
     Const,
     External,
     FunctionVal,
-    Instance,
     Unknown,
     UnknownKind,
     Value,
 )
 
-Saved = list[tuple[Instance, dict[str, Any]]]  # fields a context manager's entry changed
+Saved = list[tuple[Value, Any]]  # what a context manager's entry changed
 
 
 class WithMixin(EngineBase):
@@ -41,12 +40,13 @@ class WithMixin(EngineBase):
                 out.append((s, "normal", None))  # exec_stmt turns it into the raise
                 continue
             if not isinstance(v, ContextManager):
-                if item.optional_vars is not None:
-                    self.assign(
-                        s,
-                        item.optional_vars,
-                        Unknown("context manager value", kind=UnknownKind.OPAQUE),
+                if item.optional_vars is not None:  # a file object enters as itself
+                    entered = (
+                        v
+                        if getattr(v, "enters_as_itself", False)
+                        else Unknown("context manager value", kind=UnknownKind.OPAQUE)
                     )
+                    self.assign(s, item.optional_vars, entered)
                 out.extend(self._with_items(s, rest, body))
                 continue
             for s2, kind, val, saved in self._enter(s, v, item.context_expr):
@@ -93,17 +93,19 @@ class ContextManager(Value):
 ABSENT_FIELD = object()
 
 
-def changed_since(
-    before: dict[int, dict[str, Value]], st: PathState
-) -> list[tuple[Instance, dict[str, Any]]]:
-    """The object fields `st` wrote since `before` (a heap snapshot), with their old values."""
-    out = []
+def changed_since(before: dict[int, Any], st: PathState) -> list[tuple[Value, Any]]:
+    """What `st` wrote since `before` (a heap snapshot), with the old contents: an object's
+    old fields by name, a container's old contents whole."""
+    out: list[tuple[Value, Any]] = []
     for key, fields in st.heap.items():
         prev = before.get(key)
         if prev is fields:
             continue
         obj = st.heap_objs[key]
-        base = prev if prev is not None else obj.fields
+        if not isinstance(fields, dict):
+            out.append((obj, prev if prev is not None else obj.base))  # type: ignore[attr-defined]
+            continue
+        base = prev if prev is not None else base_of(obj)
         old = {
             n: base.get(n, ABSENT_FIELD)
             for n in {*fields, *base}
@@ -114,12 +116,15 @@ def changed_since(
     return out
 
 
-def put_back(st: PathState, saved: list[tuple[Instance, dict[str, Any]]]) -> None:
+def put_back(st: PathState, saved: list[tuple[Value, Any]]) -> None:
     for obj, old in saved:
-        own = dict(st.fields(obj))
+        if not isinstance(old, dict):
+            st.store(obj, old)
+            continue
+        own = dict(st.contents(obj))
         for name, value in old.items():
             if value is ABSENT_FIELD:
                 own.pop(name, None)
             else:
                 own[name] = value
-        st.replace_fields(obj, own)
+        st.store(obj, own)

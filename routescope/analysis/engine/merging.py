@@ -1,0 +1,61 @@
+"""Merging paths that reached the same answer: whole paths at a merge point, or part-way
+through an expression's parts; a way that raises never merges with one that goes on."""
+
+from __future__ import annotations
+
+from routescope.analysis.engine.join import MAX_SHAPES, join_states, join_values, record_key
+from routescope.analysis.engine.shapes import (
+    list_shape,
+)
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    Value,
+)
+
+
+def merge_paths(states: list[PathState], where: str, force: bool = False) -> list[PathState]:
+    """Join paths that reached the same kernels (`force`: all of them, whatever they reached)."""
+    groups: dict[tuple[object, ...], list[PathState]] = {}
+    # Lists some path grew or shrank: joining paths that disagree on a list's length loses the
+    # whole list (a declaration stash read later through it), so such paths stay apart unless
+    # that leaves too many of them.
+    shapes = [() if force else list_shape(s) for s in states]
+    keep_shapes = not force and len(set(shapes)) <= MAX_SHAPES
+    for s, shape in zip(states, shapes, strict=True):
+        key = ("all",) if force else record_key(s) + ((shape,) if keep_shapes else ())
+        groups.setdefault(key, []).append(s)
+    out: list[PathState] = []
+    for members in groups.values():
+        first = join_states(members, f"differs between paths joined at {where}")
+        if len(members) > 1:
+            first.assumptions.append(f"{len(members)} paths joined at {where}")
+        out.append(first)
+    return out
+
+
+def merge_partials(
+    acc: list[tuple[PathState, list[Value]]], where: str
+) -> list[tuple[PathState, list[Value]]]:
+    """`merge_paths` for an expression part-way through (the arguments of a call evaluated so
+    far on each path): paths that merge have their values so far joined, place by place. Each
+    argument that may fork would otherwise double the paths the next one runs on."""
+    shapes = [list_shape(s) for s, _ in acc]
+    keep_shapes = len(set(shapes)) <= MAX_SHAPES
+    groups: dict[tuple[object, ...], list[tuple[PathState, list[Value]]]] = {}
+    for (s, vals), shape in zip(acc, shapes, strict=True):
+        key = record_key(s) + (len(vals),) + ((shape,) if keep_shapes else ())
+        groups.setdefault(key, []).append((s, vals))
+    out: list[tuple[PathState, list[Value]]] = []
+    why = f"differs between paths joined at {where}"
+    for members in groups.values():
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        states = [s for s, _ in members]
+        vals = [  # read off the paths as they were, before their states are joined
+            join_values([m[1][i] for m in members], states, why) for i in range(len(members[0][1]))
+        ]
+        first = join_states(states, why)
+        first.assumptions.append(f"{len(members)} paths joined at {where}")
+        out.append((first, vals))
+    return out

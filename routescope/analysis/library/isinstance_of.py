@@ -1,0 +1,199 @@
+"""isinstance() of a value against a class, a builtin type, an abstract base or a runtime-
+checkable Protocol, as Python answers it (Unknown where the facts do not decide)."""
+
+from __future__ import annotations
+
+import collections.abc
+from pathlib import PurePosixPath
+
+from routescope.analysis.engine.containers import (
+    DictVal,
+    ListVal,
+    SetVal,
+    TupleVal,
+)
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    FunctionVal,
+    Instance,
+    Tensor,
+    Unknown,
+    UnknownKind,
+    Value,
+)
+
+
+def isinstance_of(obj: Value, cls: Value) -> Value:
+    """isinstance(obj, cls): a class or a tuple of them."""
+    classes = cls.value if isinstance(cls, Const) and isinstance(cls.value, tuple) else None
+    targets: list[Value] = [cls] if classes is None else [Const(c) for c in classes]
+    if isinstance(cls, TupleVal):
+        targets = list(cls.items)
+    kind = _container_type(obj)
+    for t in targets:
+        builtin_types = {
+            "int": int,
+            "float": float,
+            "str": str,
+            "bool": bool,
+            "tuple": tuple,
+            "list": list,
+            "dict": dict,
+            "set": set,
+            "frozenset": frozenset,
+        }
+        if isinstance(t, External) and kind is not None and t.name in builtin_types:
+            if issubclass(kind, builtin_types[t.name]):
+                return Const(True)
+            continue  # a list is no dict
+        if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
+            continue  # a framework object or a config is none of the builtin types
+        if (
+            isinstance(t, External)
+            and isinstance(obj, (FunctionVal, ClassVal, EnumMember))
+            and t.name in builtin_types
+        ):
+            continue
+        if isinstance(t, External) and t.name == "type":
+            if isinstance(obj, ClassVal):
+                return Const(True)
+            if isinstance(obj, (Const, FunctionVal, EnumMember, Instance, Tensor)) or kind:
+                continue
+        if isinstance(t, External) and isinstance(obj, Const):
+            py = builtin_types.get(t.name)
+            if py is not None:
+                if isinstance(obj.value, py):
+                    return Const(True, obj.origins)
+                continue
+            if t.name in _PATH_CLASSES:
+                if isinstance(obj.value, PurePosixPath):
+                    return Const(True, obj.origins)
+                continue
+            if not t.name.startswith(_ABSTRACT_NAMESPACES):
+                continue  # a plain value (str, number, tuple...) is no library class's instance
+            abc = _collection_abc(t)
+            if abc is not None:  # a real Python value against a real ABC: exact
+                if isinstance(obj.value, abc):
+                    return Const(True, obj.origins)
+                continue
+            return Unknown(f"isinstance against {t.name}", kind=UnknownKind.UNSUPPORTED)
+        if isinstance(t, ClassVal) and _is_protocol(t):
+            found = _has_members(obj, t)  # a runtime_checkable Protocol: by what obj has
+            if found is True:
+                return Const(True)
+            if found is None:
+                return Unknown(f"isinstance against the protocol {t.qualname}",
+                               kind=UnknownKind.UNSUPPORTED)  # fmt: skip
+            continue
+        if isinstance(t, ClassVal):
+            if isinstance(obj, Instance) and obj.cls is not None:
+                if t in obj.cls.mro():
+                    return Const(True)
+                continue
+            if isinstance(obj, Instance) and obj.label == "config":
+                # the checkpoint's config: a config class is the one for its model_type (as
+                # AutoConfig and the framework's own config registry pick it)
+                mine, theirs = obj.fields.get("model_type"), t.lookup("model_type")
+                if isinstance(mine, Const) and isinstance(theirs, Const):
+                    if mine.value == theirs.value:
+                        return Const(True, mine.origins)
+                    continue
+            if isinstance(obj, EnumMember):
+                if t in obj.cls.mro():
+                    return Const(True)
+                continue
+            if not isinstance(obj, (Instance, Unknown, External, Tensor)):
+                continue  # constants, functions, modules, field specs: no framework instance
+            return Unknown(
+                f"isinstance of {type(obj).__name__} against {t.qualname}",
+                kind=UnknownKind.UNSUPPORTED,
+            )
+        if isinstance(t, External) and t.name == "torch.Tensor":
+            if isinstance(obj, Tensor):
+                return Const(True)
+            if isinstance(obj, Const):
+                continue
+        abc = _collection_abc(t)
+        if abc is not None and kind is not None:  # a tracked dict, list, tuple or set
+            if issubclass(kind, abc):
+                return Const(True)
+            continue
+        is_config = isinstance(obj, Instance) and obj.cls is None and obj.label == "config"
+        if is_config and abc in (collections.abc.Mapping, collections.abc.MutableMapping):
+            continue  # a transformers config is read by attribute, not a mapping
+        if is_config and isinstance(t, External) and t.name in _PRETRAINED_CONFIG:
+            return Const(True)  # the checkpoint's config: a PretrainedConfig
+        if isinstance(t, External) and t.name in _PRETRAINED_CONFIG and kind is not None:
+            continue  # a tracked dict, list, tuple or set
+        if isinstance(t, ClassVal) and kind is not None:
+            continue  # no framework class is a builtin container (none derives from dict here)
+        return Unknown("isinstance against an unknown class", kind=UnknownKind.UNSUPPORTED)
+    return Const(False, obj.origins)
+
+
+_PRETRAINED_CONFIG = {
+    "transformers.PretrainedConfig",
+    "transformers.PreTrainedConfig",
+    "transformers.configuration_utils.PretrainedConfig",
+    "transformers.configuration_utils.PreTrainedConfig",
+}
+
+
+def _is_protocol(cls: ClassVal) -> bool:
+    return any(b.rsplit(".", 1)[-1] == "Protocol" for b in cls.external_bases())
+
+
+def _has_members(obj: Value, proto: ClassVal) -> bool | None:
+    """Whether `obj` has every member the protocol declares (what isinstance against a
+    runtime_checkable Protocol checks); None when it cannot be told."""
+    names = {n for c in proto.mro() for n in c.attrs
+             if not n.startswith("__") and not _is_protocol_base(c)} | {
+        n for c in proto.mro() for n in c.annotations}  # fmt: skip
+    holder = obj.cls if isinstance(obj, Instance) and obj.cls is not None else obj
+    if not isinstance(holder, ClassVal):
+        return None
+    fields = obj.fields if isinstance(obj, Instance) else {}
+    missing = [n for n in names if n not in fields and holder.lookup(n) is None]
+    if not missing:
+        return True
+    return None if holder.external_bases() or isinstance(obj, Instance) else False
+
+
+def _is_protocol_base(c: ClassVal) -> bool:
+    return c.qualname.endswith(":Protocol")
+
+
+def _container_type(v: Value) -> type | None:
+    """The Python type of a tracked container (a constant's own type for a Const)."""
+    for cls, py in ((ListVal, list), (TupleVal, tuple), (DictVal, dict), (SetVal, set)):
+        if isinstance(v, cls):
+            return py
+    return None
+
+
+def _collection_abc(t: Value) -> type | None:
+    """collections.abc.Mapping and the typing aliases of the collection ABCs (typing.Mapping,
+    typing.Sequence...) as Python classes; None for anything else."""
+    if not isinstance(t, External):
+        return None
+    module, _, short = t.name.rpartition(".")
+    if module not in ("collections.abc", "typing", "typing_extensions"):
+        return None
+    found = getattr(collections.abc, short, None)
+    return found if isinstance(found, type) else None
+
+
+_PATH_CLASSES = {
+    "pathlib.Path",
+    "pathlib.PurePath",
+    "pathlib.PosixPath",
+    "pathlib.PurePosixPath",
+    "os.PathLike",
+}
+
+
+# abstract classes a plain value may be registered under
+_ABSTRACT_NAMESPACES = ("collections.abc.", "numbers.", "typing.", "typing_extensions.", "abc.")
