@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections.abc
 import math
 import posixpath
 import re
@@ -10,18 +9,21 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
+from routescope.analysis.engine.containers import (
+    from_python,
+)
 from routescope.analysis.engine.values import (
-    ClassVal,
     Const,
-    EnumMember,
     External,
-    FunctionVal,
     Instance,
     Tensor,
     Unknown,
     UnknownKind,
     Value,
+    ordered,
+    raises,
 )
+from routescope.analysis.library.isinstance_of import isinstance_of
 
 _PURE: dict[str, Callable[..., Any]] = {
     "len": len,
@@ -82,6 +84,11 @@ _SAFE_METHODS = {
         "format",
         "find",
         "count",
+        # the rest of str's pure methods: each a function of the text and its arguments
+        *("rsplit", "removeprefix", "removesuffix", "casefold", "capitalize", "title"),
+        *("swapcase", "zfill", "ljust", "rjust", "center", "index", "rfind", "rindex"),
+        *("splitlines", "expandtabs", "isalpha", "isalnum", "isspace", "islower", "isupper"),
+        *("isidentifier", "isnumeric", "isdecimal", "istitle", "isascii", "isprintable"),
     },
     dict: {"get", "keys", "values", "items"},
     list: {"index", "count"},
@@ -90,6 +97,7 @@ _SAFE_METHODS = {
     int: {"bit_length", "bit_count", "to_bytes"},
     bool: set(),
     re.Match: {"group", "groups", "start", "end", "span", "groupdict"},
+    re.Pattern: {"match", "fullmatch", "search", "sub", "subn", "split", "findall"},
     # pure path arithmetic; the filesystem queries (exists, is_file, is_dir, glob) go to the
     # engine
     PurePosixPath: {
@@ -119,14 +127,6 @@ def set_text(value: set[Any] | frozenset[Any]) -> str:
     if isinstance(value, frozenset):
         return f"frozenset({{{items}}})" if value else "frozenset()"
     return f"{{{items}}}" if value else "set()"
-
-
-def ordered(value: Any) -> Any:
-    """A set's items in one fixed order (by repr): CPython iterates a set of strings in an
-    order that changes with PYTHONHASHSEED, and a trace must not change with it."""
-    if isinstance(value, (set, frozenset)):
-        return tuple(sorted(value, key=repr))
-    return value
 
 
 class BoundConst(Value):
@@ -170,8 +170,10 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
             **{k: a.value for k, a in kwargs.items()},  # type: ignore[attr-defined]
         )
     except Exception as exc:
-        return Unknown(f"{fn.name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
-    if not isinstance(result, (str, int, float, bool, tuple, list, type(None), PurePosixPath)):
+        return raises(type(exc).__name__, f"{fn.name}() raised {type(exc).__name__}")
+    if not isinstance(
+        result, (str, int, float, bool, tuple, list, type(None), PurePosixPath, re.Match)
+    ):
         try:
             result = list(result)
         except TypeError:
@@ -182,7 +184,7 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
 def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     """The value of builtin `name` on these arguments, or None when it is not a builtin here."""
     if name == "isinstance" and len(args) == 2:
-        return _isinstance(args[0], args[1])
+        return isinstance_of(args[0], args[1])
     if name in (
         "hasattr",
         "callable",
@@ -205,14 +207,6 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
     fn = _PURE.get(name)
     if fn is None:
         return None
-    if (
-        name == "len"
-        and args
-        and isinstance(args[0], Instance)
-        and args[0].label in ("tuple", "dict", "set")
-        and "*" not in args[0].fields
-    ):
-        return Const(len(args[0].fields))
     if not all(isinstance(a, Const) for a in [*args, *kwargs.values()]):
         if name in ("int", "float", "bool", "str") and args and isinstance(args[0], Tensor):
             return Unknown(f"{name}() of a tensor (a host sync)", kind=UnknownKind.UNSUPPORTED)
@@ -227,12 +221,12 @@ def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Valu
     try:
         result = fn(*values, **{k: a.value for k, a in kwargs.items()})  # type: ignore[attr-defined]
     except Exception as exc:
-        return Unknown(f"{name}() raised {type(exc).__name__}", kind=UnknownKind.RAISED)
+        return raises(type(exc).__name__, f"{name}() raised {type(exc).__name__}")
     if isinstance(result, (range, zip, enumerate, map, filter, reversed)) or type(
         result
     ).__name__.endswith("iterator"):
         result = tuple(result)
-    return Const(result, _origins(args))
+    return from_python(result, _origins(args))
 
 
 def _special(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
@@ -255,138 +249,7 @@ def _map(fname: str, seq: Const) -> Value:
     try:
         return Const(tuple(_PURE[fname](x) for x in seq.value), seq.origins)
     except Exception as exc:
-        return Unknown(f"map({fname}) raised {type(exc).__name__}", kind=UnknownKind.RAISED)
-
-
-def _isinstance(obj: Value, cls: Value) -> Value:
-    classes = cls.value if isinstance(cls, Const) and isinstance(cls.value, tuple) else None
-    targets: list[Value] = [cls] if classes is None else [Const(c) for c in classes]
-    if isinstance(cls, Instance) and cls.label == "tuple":
-        targets = list(cls.fields.values())
-    for t in targets:
-        builtin_types = {
-            "int": int,
-            "float": float,
-            "str": str,
-            "bool": bool,
-            "tuple": tuple,
-            "list": list,
-            "dict": dict,
-            "set": set,
-            "frozenset": frozenset,
-        }
-        if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
-            if obj.label == t.name or (obj.label == "tuple" and t.name in ("tuple", "list")):
-                return Const(True)
-            continue  # a framework object or a config is none of the builtin types
-        if (
-            isinstance(t, External)
-            and isinstance(obj, (FunctionVal, ClassVal, EnumMember))
-            and t.name in builtin_types
-        ):
-            continue
-        if isinstance(t, External) and t.name == "type":
-            if isinstance(obj, ClassVal):
-                return Const(True)
-            if isinstance(obj, (Const, FunctionVal, EnumMember, Instance, Tensor)):
-                continue
-        if isinstance(t, External) and isinstance(obj, Const):
-            py = builtin_types.get(t.name)
-            if py is not None:
-                if isinstance(obj.value, py):
-                    return Const(True, obj.origins)
-                continue
-            if t.name in _PATH_CLASSES:
-                if isinstance(obj.value, PurePosixPath):
-                    return Const(True, obj.origins)
-                continue
-            if not t.name.startswith(_ABSTRACT_NAMESPACES):
-                continue  # a plain value (str, number, tuple...) is no library class's instance
-            abc = _collection_abc(t)
-            if abc is not None:  # a real Python value against a real ABC: exact
-                if isinstance(obj.value, abc):
-                    return Const(True, obj.origins)
-                continue
-            return Unknown(f"isinstance against {t.name}", kind=UnknownKind.UNSUPPORTED)
-        if isinstance(t, ClassVal):
-            if isinstance(obj, Instance) and obj.cls is not None:
-                if t in obj.cls.mro():
-                    return Const(True)
-                continue
-            if isinstance(obj, Instance) and obj.label == "config":
-                # the checkpoint's config: a config class is the one for its model_type (as
-                # AutoConfig and the framework's own config registry pick it)
-                mine, theirs = obj.fields.get("model_type"), t.lookup("model_type")
-                if isinstance(mine, Const) and isinstance(theirs, Const):
-                    if mine.value == theirs.value:
-                        return Const(True, mine.origins)
-                    continue
-            if isinstance(obj, EnumMember):
-                if t in obj.cls.mro():
-                    return Const(True)
-                continue
-            if not isinstance(obj, (Instance, Unknown, External, Tensor)):
-                continue  # constants, functions, modules, field specs: no framework instance
-            return Unknown(
-                f"isinstance of {type(obj).__name__} against {t.qualname}",
-                kind=UnknownKind.UNSUPPORTED,
-            )
-        if isinstance(t, External) and t.name == "torch.Tensor":
-            if isinstance(obj, Tensor):
-                return Const(True)
-            if isinstance(obj, Const):
-                continue
-        abc = _collection_abc(t)
-        if abc is not None and isinstance(obj, Instance) and obj.cls is None:
-            kind = _CONTAINERS.get(obj.label)  # a tracked dict, list, tuple or set
-            if kind is not None:
-                if issubclass(kind, abc):
-                    return Const(True)
-                continue
-            if obj.label == "config" and abc in (
-                collections.abc.Mapping,
-                collections.abc.MutableMapping,
-            ):
-                continue  # a transformers config is read by attribute, not a mapping
-        if isinstance(t, External) and t.name in _PRETRAINED_CONFIG and isinstance(obj, Instance):
-            if obj.label == "config" and obj.cls is None:
-                return Const(True)  # the checkpoint's config: a PretrainedConfig
-            if obj.cls is None:
-                continue  # a tracked dict, list, tuple or set
-        return Unknown("isinstance against an unknown class", kind=UnknownKind.UNSUPPORTED)
-    return Const(False, obj.origins)
-
-
-_PRETRAINED_CONFIG = {
-    "transformers.PretrainedConfig",
-    "transformers.PreTrainedConfig",
-    "transformers.configuration_utils.PretrainedConfig",
-    "transformers.configuration_utils.PreTrainedConfig",
-}
-_CONTAINERS: dict[str, type] = {"dict": dict, "list": list, "tuple": tuple, "set": set}
-
-
-def _collection_abc(t: Value) -> type | None:
-    """collections.abc.Mapping and the typing aliases of the collection ABCs (typing.Mapping,
-    typing.Sequence...) as Python classes; None for anything else."""
-    if not isinstance(t, External):
-        return None
-    module, _, short = t.name.rpartition(".")
-    if module not in ("collections.abc", "typing", "typing_extensions"):
-        return None
-    found = getattr(collections.abc, short, None)
-    return found if isinstance(found, type) else None
-
-
-_PATH_CLASSES = {
-    "pathlib.Path",
-    "pathlib.PurePath",
-    "pathlib.PosixPath",
-    "pathlib.PurePosixPath",
-    "os.PathLike",
-}
-# abstract classes a plain value may be registered under
-_ABSTRACT_NAMESPACES = ("collections.abc.", "numbers.", "typing.", "typing_extensions.", "abc.")
+        return raises(type(exc).__name__, f"map({fname}) raised {type(exc).__name__}")
 
 
 def builtin_names() -> set[str]:
@@ -412,3 +275,9 @@ def builtin_names() -> set[str]:
 
 
 MISSING: Any = _MISSING
+
+
+def evaluated_names() -> set[str]:
+    """Every name `call_builtin` evaluates: the builtins and the pure library functions
+    (math.*, os.path.*, triton's integer helpers)."""
+    return builtin_names() | set(_PURE)

@@ -4,7 +4,7 @@ A record class declares its fields with annotations in its body (the engine mark
 `__field__<name>` attribute, in order). This module answers what the reflection functions of
 `dataclasses`, `msgspec` and `typing` return for such classes, and builds the classes
 `msgspec.defstruct` makes at run time, so framework code that assembles its configuration
-reflectively (SGLang 0.5.20+ builds its ServerArgs from namespace Structs) reads as it runs.
+reflectively (a server-argument class built from namespace Structs) reads as it runs.
 """
 
 from __future__ import annotations
@@ -12,6 +12,15 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from routescope.analysis.engine.containers import (
+    DictVal,
+    ListVal,
+    SetVal,
+    TupleVal,
+    new_tuple,
+    str_dict,
+)
+from routescope.analysis.engine.contents import entries, seq_items
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -157,8 +166,8 @@ def _evaluated(cls: ClassVal, name: str) -> Value:
     return Unknown(f"annotation of {name}", kind=UnknownKind.OPAQUE)
 
 
-def _dict(items: dict[str, Value]) -> Instance:
-    return Instance(None, {repr(k): v for k, v in items.items()}, "dict")
+def _dict(items: dict[str, Value]) -> Value:
+    return str_dict(items)
 
 
 def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
@@ -194,8 +203,6 @@ NAMES = frozenset(
         "msgspec.structs.fields",
         "dataclasses.fields",
         "dataclasses.is_dataclass",
-        "typing.get_type_hints",
-        "typing_extensions.get_type_hints",
         "msgspec.defstruct",
         "vars",
         "issubclass",
@@ -222,14 +229,16 @@ def call(
             )
         sentinel = NODEFAULT if name.startswith("msgspec") else MISSING
         infos = [_field_info(cls, n, sentinel) for n in field_names(cls)]
-        return Instance(None, {str(i): f for i, f in enumerate(infos)}, "tuple")
+        return new_tuple(infos)
     if name == "dataclasses.is_dataclass" and len(args) == 1:
         target = args[0]
         if isinstance(target, Instance) and target.cls is not None:
             return Const(is_dataclass(target.cls))
         if isinstance(target, ClassVal):
             return Const(is_dataclass(target))
-        if isinstance(target, Const) or (isinstance(target, Instance) and target.cls is None):
+        if isinstance(target, (Const, ListVal, TupleVal, DictVal, SetVal)) or (
+            isinstance(target, Instance) and target.cls is None
+        ):
             return Const(False)
         return None
     if name in ("typing.get_type_hints", "typing_extensions.get_type_hints") and args:
@@ -249,7 +258,7 @@ def call(
         if isinstance(target, ClassVal):
             return class_vars(target)
         if isinstance(target, Instance) and target.cls is not None:
-            return Instance(None, {repr(k): v for k, v in st.fields(target).items()}, "dict")
+            return str_dict(dict(st.fields(target)))
         return None
     if name == "issubclass" and len(args) == 2 and isinstance(args[0], ClassVal):
         return _issubclass(args[0], args[1])
@@ -257,9 +266,7 @@ def call(
 
 
 def _issubclass(sub: ClassVal, sup: Value) -> Value:
-    targets = (
-        list(sup.fields.values()) if isinstance(sup, Instance) and sup.label == "tuple" else [sup]
-    )
+    targets = list(sup.items) if isinstance(sup, TupleVal) else [sup]
     mro = sub.mro()
     for t in targets:
         if isinstance(t, ClassVal) and t in mro:
@@ -292,8 +299,6 @@ def _issubclass(sub: ClassVal, sup: Value) -> Value:
 
 def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module: str) -> Value:
     """`msgspec.defstruct(name, fields, *, bases=None, module=None, namespace=None, ...)`."""
-    from routescope.analysis.engine.containers import seq_items
-
     name = args[0]
     fields = args[1] if len(args) > 1 else kwargs.get("fields")
     if not isinstance(name, Const) or fields is None:
@@ -306,14 +311,14 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
     attrs: dict[str, Value] = {}
     annotations: dict[str, ast.expr | Value] = {}
     ns = kwargs.get("namespace")
-    if isinstance(ns, Instance) and ns.label == "dict":
-        for key, v in st.fields(ns).items():
-            try:
-                attrs[str(ast.literal_eval(key))] = v
-            except (ValueError, SyntaxError):
-                return Unknown(
-                    "msgspec.defstruct() namespace with unknown keys", kind=UnknownKind.UNSUPPORTED
-                )
+    if isinstance(ns, DictVal):
+        e = entries(st, ns)
+        if not e.closed() or not all(isinstance(k, str) for k in e.items):
+            return Unknown(
+                "msgspec.defstruct() namespace with unknown keys", kind=UnknownKind.UNSUPPORTED
+            )
+        for key, (_kv, v) in e.items.items():
+            attrs[str(key)] = v
     elif ns is not None and not (isinstance(ns, Const) and ns.value is None):
         return Unknown("msgspec.defstruct() of an unknown namespace", kind=UnknownKind.UNSUPPORTED)
     for item in items:
@@ -330,6 +335,8 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
             attrs[fname] = parts[2]
         else:
             attrs.pop(fname, None)  # a required field: the namespace's slot is not a default
+    if isinstance(kwargs.get("dict"), Const) and kwargs["dict"].value is True:  # type: ignore[attr-defined]
+        attrs["__struct_dict__"] = Const(True)  # instances keep other attributes in a __dict__
     bases: tuple[Value, ...] = (External("msgspec.Struct"),)
     given = kwargs.get("bases")
     extra = seq_items(st, given) if given is not None else []
@@ -341,8 +348,6 @@ def defstruct(args: list[Value], kwargs: dict[str, Value], st: PathState, module
 
 
 def _parts(item: Value, st: PathState) -> list[Value] | None:
-    from routescope.analysis.engine.containers import seq_items
-
     if isinstance(item, Const):
         if isinstance(item.value, str):
             return [item]
@@ -359,6 +364,17 @@ def class_attribute(cls: ClassVal, name: str) -> Value | None:
     return None
 
 
-def class_vars(cls: ClassVal) -> Instance:
+def class_vars(cls: ClassVal) -> Value:
     """`vars(cls)`: the class's own attributes (the engine's field markers left out)."""
     return _dict({k: v for k, v in cls.attrs.items() if not k.startswith(FIELD)})
+
+
+def instance_dict(cls: ClassVal, fields: dict[str, Value]) -> Value:
+    """`obj.__dict__` (read): its attributes; a msgspec Struct keeps its fields in slots and
+    has a __dict__ only when made with dict=True, holding what is not a field."""
+    if not is_struct(cls):
+        return str_dict(dict(fields))
+    if cls.lookup("__struct_dict__") is None:
+        return Unknown(f"{cls.qualname} has no __dict__", kind=UnknownKind.ABSENT)
+    names = set(field_names(cls))
+    return str_dict({k: v for k, v in fields.items() if k not in names})

@@ -1,7 +1,13 @@
-"""typing's reflection as framework code uses it: Annotated[...], get_origin, get_args."""
+"""typing's reflection as framework code uses it: Annotated[...], get_origin, get_args,
+get_type_hints."""
 
 from __future__ import annotations
 
+import ast
+from typing import TYPE_CHECKING, cast
+
+from routescope.analysis.engine.containers import TupleVal, new_tuple
+from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -11,58 +17,25 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library.registry import Paths, models, one
+
+if TYPE_CHECKING:
+    from routescope.analysis.engine.base import EngineBase
+
+ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
 
 
 def annotated(idx: Value) -> Value:
     """`Annotated[T, meta...]`: the type with its metadata (what get_origin/get_args read)."""
     if isinstance(idx, Const) and isinstance(idx.value, tuple):
         items: list[Value] = [Const(x, idx.origins) for x in idx.value]
-    elif isinstance(idx, Instance) and idx.cls is None and idx.label == "tuple":
-        items = list(idx.fields.values())
+    elif isinstance(idx, TupleVal):
+        items = list(idx.items)
     else:
         return Unknown("Annotated[] of unknown arguments", kind=UnknownKind.UNSUPPORTED)
     return Instance(
-        None,
-        {
-            "__origin__": items[0],
-            "__metadata__": Instance(None, {str(i): v for i, v in enumerate(items[1:])}, "tuple"),
-        },
-        "typing.Annotated",
+        None, {"__origin__": items[0], "__metadata__": new_tuple(items[1:])}, "typing.Annotated"
     )
-
-
-def typing_call(name: str, args: list[Value]) -> Value | None:
-    """typing.get_origin / typing.get_args of an annotation value."""
-    if (
-        name
-        not in (
-            "typing.get_origin",
-            "typing.get_args",
-            "typing_extensions.get_origin",
-            "typing_extensions.get_args",
-        )
-        or len(args) != 1
-    ):
-        return None
-    tp = args[0]
-    origin = name.endswith("get_origin")
-    if isinstance(tp, Instance) and tp.label == "typing.Annotated":
-        if origin:
-            return External("typing.Annotated")
-        meta = list(tp.fields["__metadata__"].fields.values())  # type: ignore[attr-defined]
-        return Instance(
-            None, {str(i): v for i, v in enumerate([tp.fields["__origin__"], *meta])}, "tuple"
-        )
-    plain = isinstance(tp, (ClassVal, Const)) or (
-        isinstance(tp, External) and "." not in tp.name  # bool, int, str: no origin, no args
-    )
-    if plain:
-        return Const(None) if origin else Const(())
-    if origin and isinstance(tp, External) and tp.name in _TYPING_ORIGINS:
-        # `Optional[X]` is kept as typing.Optional: its origin is known, its arguments are not
-        found = _TYPING_ORIGINS[tp.name]
-        return External(found) if found else Const(None)
-    return None
 
 
 _TYPING_ORIGINS = {
@@ -78,3 +51,52 @@ _TYPING_ORIGINS = {
     "typing.Type": "type",
     "typing.Any": "",
 }
+
+
+@models(
+    "typing.get_origin",
+    "typing.get_args",
+    "typing_extensions.get_origin",
+    "typing_extensions.get_args",
+)
+def _origin_or_args(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if len(args) != 1:
+        return None
+    tp = eng.resolved(args[0])
+    origin = name.endswith("get_origin")
+    if isinstance(tp, Instance) and tp.label == "typing.Annotated":
+        if origin:
+            return one(st, External("typing.Annotated"))
+        meta = cast(TupleVal | Const, tp.fields["__metadata__"])
+        rest = list(meta.items) if isinstance(meta, TupleVal) else [Const(x) for x in meta.value]
+        return one(st, new_tuple([tp.fields["__origin__"], *rest]))
+    plain = isinstance(tp, (ClassVal, Const)) or (
+        isinstance(tp, External) and "." not in tp.name  # bool, int, str: no origin, no args
+    )
+    if plain:
+        return one(st, Const(None) if origin else Const(()))
+    if origin and isinstance(tp, External) and tp.name in _TYPING_ORIGINS:
+        # `Optional[X]` is kept as typing.Optional: its origin is known, its arguments are not
+        found = _TYPING_ORIGINS[tp.name]
+        return one(st, External(found) if found else Const(None))
+    return None
+
+
+@models("typing.get_type_hints", "typing_extensions.get_type_hints")
+def _type_hints(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    cls = eng.resolved(args[0]) if args else None
+    return one(st, eng.type_hints(cls)) if isinstance(cls, ClassVal) else None

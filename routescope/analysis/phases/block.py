@@ -111,7 +111,7 @@ def build_block(
     engine: Engine, site: ModelSite, values: dict[str, Value], router_cls: ClassVal
 ) -> list[tuple[PathState, Value, Value]]:
     """Construct the block as its parent does when the block needs arguments only the parent
-    knows (Mixtral's MoE takes top_k from its decoder layer); else the block itself."""
+    knows (a MoE block that takes top_k from its decoder layer); else the block itself."""
     cls = site.block_class
     if _required_missing(cls, init_kwargs(cls, values)) and len(site.chain) >= 2:
         parent = resolve_entry(engine, site.chain[-2])
@@ -123,13 +123,18 @@ def build_block(
         f"building {cls.qualname}",
         lambda: engine.call(PathState(envs=[{}]), cls, [], init_kwargs(cls, values), None),
         record_inputs=True,
+        as_served=False,  # built alone: the model's own build may open a context around it
     )
     return [
         (
             s,
             v,
             nearest(s, v, router_cls)
-            or Unknown("the block built no router", kind=UnknownKind.UNSUPPORTED),
+            or (
+                Unknown(s.stopped, kind=UnknownKind.BUDGET)
+                if s.stopped
+                else Unknown("the block built no router", kind=UnknownKind.UNSUPPORTED)
+            ),
         )
         for s, v in built
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from routescope.analysis.engine.containers import str_dict
 from routescope.analysis.engine.facts import Checkpoint
 from routescope.analysis.engine.values import (
     Const,
@@ -14,6 +15,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.intake.quant import HF_QUANT_CONFIG
 from routescope.intake.spec import RoutingSpec
 
 
@@ -54,11 +56,7 @@ def _config_value(value: Any, origin: str, key: str) -> Value:
         return Const(value, (origin,))
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         # a nested table (rope_scaling, quantization_config): a dict the framework reads
-        return Instance(
-            None,
-            {repr(k): _config_value(v, origin, f"{key}.{k}") for k, v in value.items()},
-            "dict",
-        )
+        return str_dict({k: _config_value(v, origin, f"{key}.{k}") for k, v in value.items()})
     return Unknown(f"config.{key}", kind=UnknownKind.INPUT)
 
 
@@ -73,6 +71,7 @@ def checkpoint_of(spec: RoutingSpec) -> Checkpoint:
     hub id is no local path; a directory holds its files; a lone config.json stands for a
     checkpoint directory holding just that file."""
     ref = spec.model
+    documents = {HF_QUANT_CONFIG: spec.sidecar} if spec.sidecar is not None else {}
     if ref.kind == "hub":
         cp = Checkpoint(ref.ref, False, None, "a hub id (not a local path until downloaded)")
     elif ref.kind == "dir":
@@ -83,12 +82,14 @@ def checkpoint_of(spec: RoutingSpec) -> Checkpoint:
             )
         except OSError:
             files = None
-        cp = Checkpoint(ref.ref, True, files, "the files in the model directory")
+        cp = Checkpoint(ref.ref, True, files, "the files in the model directory", documents)
     else:
+        read = {"config.json", *documents}
         cp = Checkpoint(
             str(Path(ref.config_path).parent),
             True,
-            frozenset({"config.json"}),
-            "a checkpoint directory holding only the config.json read",
+            frozenset(read),
+            f"a checkpoint directory holding only the files read ({', '.join(sorted(read))})",
+            documents,
         )
     return cp

@@ -15,14 +15,14 @@ from routescope.analysis.modules import module_name
 from routescope.analysis.phases.block import nearest
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.setup import PHASE_STEPS
-from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
+from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
 
 
 def into_consumer(
     engine: Engine, rules: FrameworkRules, block: Value, traced: list[TracedPath], notes: list[str]
 ) -> list[TracedPath]:
-    """A router path that hands its inputs on without routing (no kernel, a returned record:
-    SGLang's BYPASSED format) goes on into the layer the block hands the result to, where the
+    """A router path that hands its inputs on without routing (no kernel, a returned record of
+    the logits) goes on into the layer the block hands the result to, where the
     routing then happens (the fused MoE kernel). When no way through that layer reaches a
     kernel, the router's own path stands (routing is still not done by the router), with a
     note saying why the kernel is not named."""
@@ -45,7 +45,15 @@ def into_consumer(
         engine.budget.push(PHASE_STEPS["trace"], "the consumer trace exceeded its budget")
         engine.tracing = True
         try:
-            more = trace_call(engine, fn, [Tensor(), p.value], {}, start=p.end)
+            more = trace_serving(
+                engine,
+                fn,
+                [Tensor(), p.value],
+                {},
+                p.end,
+                "the experts layer's decode forward",
+                as_served=False,  # weight loading, which routescope does not model, never ran
+            )
         finally:
             engine.tracing = False
             engine.budget.pop()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from routescope.analysis.engine.budget import Budget
 from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Assumption
 from routescope.analysis.engine.state import Decision
 from routescope.analysis.engine.values import (
     AtLeast,
@@ -16,6 +17,7 @@ from routescope.analysis.engine.values import (
     Tensor,
     Unknown,
     Value,
+    describe,
 )
 from routescope.analysis.index import Index
 from routescope.analysis.phases.block import (
@@ -35,8 +37,9 @@ from routescope.analysis.phases.loader import (
     served_quantization,
 )
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
+from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
-from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
+from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
 from routescope.errors import RoutescopeError
 from routescope.intake.spec import RoutingSpec
 
@@ -57,17 +60,19 @@ class Dispatch:
     # conditions the server-argument phase could not decide (its paths were joined): upstream
     # of every traced path, so they are among the unknowns that would decide a fork
     setup_undecided: tuple[Decision, ...] = ()
+    # what the answer rests on that the code cannot show: platform primitives, packages,
+    # summaries from the rules, environment variables taken as unset
+    assumptions: tuple[Assumption, ...] = ()
 
 
-def _outside_validated(rules: FrameworkRules, version: str | None) -> str:
-    """A note when `version` is not one the rule file's cases confirm ("" when it is)."""
-    validated = rules.data.get("validated")
-    if not validated or version in validated:
+def uncovered(rules: FrameworkRules, version: str | None) -> str:
+    """A note when no case in the rule file was read on `version` ("" when one was): the
+    answer then rests on the trace alone (and on its assumptions), as on every release."""
+    if version is None or any(c.get("version") == version for c in rules.cases):
         return ""
-    known = ", ".join(validated)
     return (
-        f"{rules.id} {version or '(unversioned checkout)'} is not among the releases this "
-        f"trace is validated against ({known}); the path is provisional"
+        f"no case in {rules.path} was read on {rules.id} {version}: the answer rests on the "
+        "trace of its source (and the assumptions listed), not on a reading checked by hand"
     )
 
 
@@ -81,7 +86,7 @@ def trace_dispatch(
 ) -> Dispatch:
     """Build the model's MoE block with the framework's code and trace its router's forward."""
     start = time.monotonic()
-    notes: list[str] = []
+    notes = Notes()
     facts = build_facts(rules, dep.gpu, dep.env, dep.packages)
     config = config_instance(spec)
     # what summaries may name: the checkpoint's config and the device, as routescope read them
@@ -141,13 +146,22 @@ def trace_dispatch(
             router_states.append(state)
         fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
-        logits = Tensor(
-            (AtLeast(1, "tokens in the batch"), Const(n, ("routed experts",))), "torch.float32"
+        logits = Tensor(  # the router's scores: what a kernel that routes reads
+            (AtLeast(1, "tokens in the batch"), Const(n, ("routed experts",))),
+            "torch.float32",
+            role="scores",
         )
         engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
         engine.tracing = True
         try:
-            traced = trace_call(engine, fn, [Tensor(), logits], {}, start=bst)
+            traced = trace_serving(
+                engine,
+                fn,
+                [Tensor(role="scores"), logits],
+                {},
+                bst,
+                "the router's decode forward",
+            )
         finally:
             engine.tracing = False
             engine.budget.pop()
@@ -170,11 +184,18 @@ def trace_dispatch(
                     p.handoff,
                 )
             )
-    incomplete = tuple(n for n in notes if "did not finish" in n)
-    outside = _outside_validated(rules, version)
-    if outside:
-        notes.append(outside)
-        incomplete += (outside,)
+    for name, exc, at in engine.import_errors:
+        where = f" at {at[0]}:{at[1]}" if at else ""
+        notes.append(
+            f"importing {name} raises {describe(exc)}{where}: what imports it sees the exception"
+        )
+    for fatal in engine.fatal:
+        notes.did_not_finish(fatal)
+    notes.extend(engine.staged)
+    incomplete = tuple(notes.unfinished)
+    uncovered_note = uncovered(rules, version)
+    if uncovered_note:
+        notes.append(uncovered_note)
     reported = reported_args(engine, rules, server_args)
     router_state = merge_router_states(router_states)
     return Dispatch(
@@ -189,4 +210,5 @@ def trace_dispatch(
         incomplete,
         reported,
         tuple({(d.file, d.line): d for d in forks}.values()),
+        tuple(sorted(facts.used.values(), key=lambda a: (a.kind, a.name))),
     )

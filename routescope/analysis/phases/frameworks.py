@@ -87,6 +87,7 @@ def build_facts(
             s.get("external", ""),
             s.get("decorator", ""),
             tuple(s.get("args", ())),
+            s.get("provider", ""),
         )
         for s in d["sinks"]
     ]
@@ -99,4 +100,6 @@ def build_facts(
         summaries={s["function"]: s["returns"] for s in d.get("summaries", [])},
         opaque=list(d.get("opaque", [])),
         env_unset_means_absent=d.get("env_unset", "absent") == "absent",
+        source=str(rules.path),
+        given_packages=frozenset(packages or {}),
     )

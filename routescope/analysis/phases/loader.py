@@ -7,7 +7,6 @@ from typing import Any
 
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.join import commit_agreed
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -23,6 +22,7 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.phases.block import init_kwargs
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.model import ModelSite
+from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.setup import PHASE_STEPS, run_phase, settle
 from routescope.analysis.phases.trace import resolve_entry
 
@@ -32,13 +32,13 @@ def run_model_init(
     rules: FrameworkRules,
     site: ModelSite,
     values: dict[str, Value],
-    notes: list[str],
+    notes: Notes,
 ) -> None:
-    """Run the model class's own __init__ for its side effects (SGLang 0.5.9 decides shared-
-    expert fusion there and writes it into the server arguments), without building its body.
+    """Run the model class's own __init__ for its side effects (a model may decide shared-
+    expert fusion there and write it into the server arguments), without building its body.
     When the rules name the framework's model loader, the loader builds it: what the loader
-    sets up around the construction (0.5.23's shared-expert layout) is the world the MoE block
-    is then built in."""
+    sets up around the construction (a shared-expert layout) is the world the MoE block is
+    then built in."""
     chain = [resolve_entry(engine, q) for q in site.chain[1:]]
     engine.not_built = {c for c in chain if isinstance(c, ClassVal)} | {site.block_class}
     engine.only_module = site.model_class
@@ -87,12 +87,12 @@ def run_model_init(
             captured = [s for s, _ in outs]
         overran = [s.stopped for s in captured if s.stopped]
         if overran:
-            notes.append(f"the model's constructor did not finish: {overran[0]}")
+            notes.did_not_finish(f"the model's constructor did not finish: {overran[0]}")
         finished = [s for s in captured if not s.stopped]
         server_args = engine.facts.bindings.get("server_args")
         if isinstance(server_args, Instance):
             settle(server_args, finished, notes, "the model's constructor")
-        commit_agreed(finished, server_args)
+        engine.commit_all(finished, server_args)
     finally:
         engine.construct_hooks.pop(site.model_class, None)
         engine.not_built = set()
@@ -135,7 +135,7 @@ def build_quant_config(
         why = stopped or (describe(values[0]) if len(outs) == 1 else "several outcomes")
         notes.append(f"the {quant} quantization config was not built: {why}")
         return Unknown(f"the {quant} quantization config ({why})", kind=UnknownKind.OPAQUE)
-    commit_agreed([st for st, _ in outs], None)  # its fields as the builder set them
+    engine.commit_all([st for st, _ in outs])  # its fields as the builder set them
     return values[0]
 
 
@@ -195,7 +195,7 @@ def served_quantization(
     engine: Engine, rules: FrameworkRules, server_args: Value, asked: str | None, notes: list[str]
 ) -> str | None:
     """The quantization the model is built with: the server argument the rules name, as the
-    server resolved it (SGLang 0.5.9 makes DeepSeek-V3 on SM100 fp8 when none is given), else
+    server resolved it (a server may pick fp8 for an architecture when none is given), else
     what the deployment asked for or the checkpoint declares."""
     arg = rules.data["models"].get("loader", {}).get("quantization_arg")
     if not arg:

@@ -7,11 +7,11 @@ import ast
 from dataclasses import dataclass
 
 from routescope.analysis.engine.base import Ctx
+from routescope.analysis.engine.containers import ListVal, TupleVal
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
-    Instance,
     ModuleVal,
     Unknown,
     UnknownKind,
@@ -30,7 +30,8 @@ class ModelSite:
 
 
 def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> ClassVal:
-    """The class named `arch` in some `<package>.*` module's registry list (SGLang's EntryClass)."""
+    """The class named `arch` in some `<package>.*` module's registry list (the rules name the
+    list, e.g. a module-level `EntryClass`)."""
     tree = engine.index.tree  # type: ignore[attr-defined]
     prefix = package.replace(".", "/") + "/"
     files = [f for f in tree.files() if f.startswith(prefix) and f.endswith(".py")]
@@ -55,8 +56,9 @@ def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> 
 def _classes_in(v: Value) -> list[ClassVal]:
     if isinstance(v, ClassVal):
         return [v]
-    if isinstance(v, Instance) and v.label in ("tuple", "list"):
-        return [c for c in v.fields.values() if isinstance(c, ClassVal)]
+    items = v.items if isinstance(v, TupleVal) else v.base.items if isinstance(v, ListVal) else None
+    if items:
+        return [c for c in items if isinstance(c, ClassVal)]
     return []
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.join import commit_agreed
+from routescope.analysis.engine.join import agree
 from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -17,15 +17,18 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    describe,
 )
+from routescope.analysis.phases.declared import Declared, declared_choices
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.frameworks import FrameworkRules
+from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.trace import resolve_entry
 from routescope.errors import RoutescopeError
 
 
 def server_arguments(
-    engine: Engine, rules: FrameworkRules, dep: Deployment, notes: list[str], forks: list[Decision]
+    engine: Engine, rules: FrameworkRules, dep: Deployment, notes: Notes, forks: list[Decision]
 ) -> Value:
     """The framework's server-argument object: its defaults, --set, --tp, then its own
     post-processing (per-GPU and per-model overrides), then the start-up install steps.
@@ -43,15 +46,23 @@ def server_arguments(
             if isinstance(v, Const) and not v.origins:
                 inst.fields[field_name] = Const(v.value, (f"{cls.qualname} default",))
         root = checkpoint.root if checkpoint else None
+        names = sa_rules.get("fields", {})
         given: dict[str, Value] = {
-            "model_path": Const(root, ("the model",)),
-            "tp_size": Const(dep.tp, ("--tp",)),
+            names["model"]: Const(root, ("the model",)),
+            names["tp"]: Const(dep.tp, ("--tp",)),
         }
-        if dep.quant and dep.quant != "bf16":
-            given["quantization"] = Const(dep.quant, ("--quant",))
+        declared = declared_choices(engine, cls)
+        quant = _quant_method(dep.quant, sa_rules, declared.get(names.get("quant", "")))
+        if quant is not None:
+            given[names["quant"]] = Const(quant, ("--quant",))
         for key, value in dep.server_args.items():
             if key not in fields:
                 raise RoutescopeError(f"--set {key}", f"{cls.qualname} has no such field")
+            d = declared.get(key)
+            if d is not None and not d.accepts(value):
+                raise RoutescopeError(
+                    f"--set {key}={value}", f"not a choice declared at {d.where}: {d.shown()}"
+                )
             given[key] = Const(value, (f"--set {key}",))
         inst.fields.update({k: v for k, v in given.items() if k in fields})
         unsettled = False
@@ -68,7 +79,7 @@ def server_arguments(
             )
             stopped = next((s.stopped for s, _ in outs if s.stopped), "")
             if stopped:
-                notes.append(f"server-argument step {step} did not finish: {stopped}")
+                notes.did_not_finish(f"server-argument step {step} did not finish: {stopped}")
                 unsettled = True
             if len(outs) > 1:  # the roots: not undecided by a join
                 forks.extend(
@@ -77,50 +88,132 @@ def server_arguments(
                     for d in s.decisions
                     if d.value is None and d.kind is not UnknownKind.JOINED
                 )
-            commit_agreed([s for s, _ in outs], inst)  # what the step wrote on other objects
+            engine.commit_all([s for s, _ in outs], inst)  # what it wrote on other objects
             inst = settle(inst, [s for s, _ in outs], notes, step)
-        for fn_name in sa_rules.get("install", []):
+        for entry in sa_rules.get("install", []):
             if unsettled:  # publishing half-resolved arguments would resolve them again
                 notes.append(
-                    f"server start-up step {fn_name} skipped: the server arguments did not settle"
+                    f"server start-up step {_step_name(entry)} skipped: the server arguments "
+                    "did not settle"
                 )
                 continue
-            fn = resolve_entry(engine, fn_name)
-            if isinstance(fn, Unknown):
-                notes.append(f"server start-up step {fn_name} is absent in this version")
-                continue
+            found = _install_step(engine, rules, entry)
+            if found is None:
+                continue  # the rules list every release's steps; each release has some
+            fn_name, step_run = found
             outs = run_phase(
                 engine,
                 PHASE_STEPS["server_args"],
                 f"server start-up step {fn_name}",
-                lambda f=fn, i=inst: engine.call(PathState(envs=[{}]), f, [i], {}, None),
+                lambda r=step_run, i=inst: r(i),
                 merge_at=4,
             )
             stopped = next((s.stopped for s, _ in outs if s.stopped), "")
             if stopped:
-                notes.append(f"server start-up step {fn_name} did not finish: {stopped}")
-            elif outs:
-                outs[0][0].commit()  # the server's globals and contexts now hold these arguments
+                notes.did_not_finish(f"server start-up step {fn_name} did not finish: {stopped}")
+            elif outs:  # the server's globals and contexts now hold these arguments
+                engine.commit_all([s for s, _ in outs])
         return inst
     notes.append("no server-argument class found; server arguments are unknown")
     return Unknown("server arguments", kind=UnknownKind.INPUT)
 
 
+def _step_name(entry: Any) -> str:
+    alternatives = entry if isinstance(entry, list) else [entry]
+    return " or ".join(
+        a if isinstance(a, str) else str(a.get("call") or a.get("name", "")) for a in alternatives
+    )
+
+
+Step = Any  # server arguments -> the paths of the step
+
+
+def _install_step(engine: Engine, rules: FrameworkRules, entry: Any) -> tuple[str, Step] | None:
+    """The first of a start-up step's alternatives this release has, as (its name, how to run
+    it on the server arguments); None when the release has none of them. An alternative is a
+    function called with the server arguments (and keyword arguments the rules give, evaluated
+    in its module: the launcher's placement of the process), or an expression the rules give,
+    evaluated in a module where its `when` holds (the state a running server has built)."""
+    where = f"{rules.path} server_args.install"
+    for alt in entry if isinstance(entry, list) else [entry]:
+        if isinstance(alt, dict) and "run" in alt:
+            module, text = str(alt["in"]), str(alt["run"])
+            test = str(alt.get("when", "True"))
+            when = engine.evaluate_in(PathState(envs=[{}]), module, test, {})
+            if len(when) != 1 or not (isinstance(when[0][1], Const) and when[0][1].value is True):
+                continue
+            engine.facts.assume("startup", module, str(alt.get("assumes", text)), where)
+
+            def run_expr(inst: Value, m: str = module, t: str = text) -> Any:
+                return engine.evaluate_in(PathState(envs=[{}]), m, t, {"server_args": inst})
+
+            return f"{module}: {alt['name']}", run_expr
+        name = alt if isinstance(alt, str) else str(alt["call"])
+        fn = resolve_entry(engine, name)
+        if not isinstance(fn, FunctionVal):
+            continue
+        given = {} if isinstance(alt, str) else dict(alt.get("kwargs", {}))
+        params = {a.arg for a in (*fn.node.args.args, *fn.node.args.kwonlyargs)}
+        if not set(given) <= params:
+            continue  # this release's function takes no such argument
+        kwargs: dict[str, Value] = {}
+        for key, text in given.items():
+            got = engine.summary(PathState(envs=[{}]), fn, str(text))
+            if len(got) != 1 or isinstance(got[0][1], Unknown):
+                break  # a name the expression needs is not in this release
+            kwargs[key] = got[0][1]
+        else:
+            if given:
+                shown = ", ".join(f"{k}={v}" for k, v in given.items())
+                engine.facts.assume("startup", name, f"called with {shown}", where)
+
+            def run_call(inst: Value, f: FunctionVal = fn, kw: dict[str, Value] = kwargs) -> Any:
+                return engine.call(PathState(envs=[{}]), f, [inst], kw, None)
+
+            return name, run_call
+    return None
+
+
 # Each phase gets its own share of time, so a slow one ends Unknown without starving the rest.
 # Evaluation steps per phase (about 30k steps a second here): a phase that needs more ends
 # Unknown, deterministically, and the next phase starts with its own allowance.
-PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 120_000, "trace": 250_000}
+PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 1_000_000, "trace": 250_000}
 
 
 def run_phase(
-    engine: Engine, steps: int, what: str, run: Any, record_inputs: bool = False, merge_at: int = 24
+    engine: Engine,
+    steps: int,
+    what: str,
+    run: Any,
+    record_inputs: bool = False,
+    merge_at: int = 24,
+    as_served: bool = True,
 ) -> list[tuple[PathState, Value]]:
+    """Run one set-up step under its own budget. When every way through raises, the step did
+    not finish (the answer is incomplete) if routescope runs it `as_served`: as the server does;
+    a step routescope stages on its own (a block built outside the model that builds it) raising
+    says only that the staging lacks what the model sets up, noted. Either way it runs again
+    going on past what raises, to show what follows."""
     engine.budget.push(steps, f"{what} exceeded its budget of {steps:,} evaluation steps")
     engine.record_inputs = record_inputs
     engine.budget.merge_at = merge_at
     try:
         result: list[tuple[PathState, Value]] = run()
-        return result
+        if result and all(s.raising is not None for s, _ in result):
+            engine.raises.extend((what, s) for s, _ in result)
+            if as_served:
+                engine.fatal.append(f"{what} did not finish: {raised_text(result[0][0])}")
+            else:
+                engine.staged.append(
+                    f"{what} on its own: {raised_text(result[0][0])} (what the model sets up "
+                    "around it is missing; traced on past it)"
+                )
+            engine.tolerant = True  # again, going on past what raises, to show what follows
+            try:
+                result = run()
+            finally:
+                engine.tolerant = False
+        return _serving(engine, what, result)
     except BudgetExceeded as exc:
         st = PathState(envs=[{}])
         st.stopped = str(exc)
@@ -131,6 +224,47 @@ def run_phase(
         engine.budget.merge_at = 24
 
 
+def _quant_method(quant: str | None, sa_rules: dict[str, Any], d: Declared | None) -> str | None:
+    """The framework's own quantization method for --quant: one of the names its argument
+    declares, or an alias the rules give (nvfp4 -> modelopt_fp4); None for bf16 or no --quant
+    (the checkpoint decides, as it does for the server)."""
+    if quant is None or quant == "bf16":
+        return None
+    aliases: dict[str, str] = sa_rules.get("quant_aliases", {})
+    method = aliases.get(quant, quant)
+    if d is not None and not d.accepts(method):
+        known = ", ".join(f"{a} ({m})" for a, m in aliases.items())
+        raise RoutescopeError(
+            f"--quant {quant}",
+            f"this release accepts bf16, {d.shown()} (declared at {d.where}); aliases: {known}",
+        )
+    return method
+
+
+def raised_text(st: PathState) -> str:
+    """'every way through raises E at file:line in fn' for a path that raised."""
+    at = st.raised_at
+    where = f" at {at[0]}:{at[1]} in {at[2]}" if at else ""
+    return f"every way through raises {describe(st.raising)}{where}"  # type: ignore[arg-type]
+
+
+def _serving(engine: Engine, what: str,
+             result: list[tuple[PathState, Value]]) -> list[tuple[PathState, Value]]:  # fmt: skip
+    """The ways through a set-up step on which the server goes on: a way that raises is a way
+    on which it does not start, noted (engine.raises) and left out while another way goes
+    on; when every way raises, the step did not finish."""
+    raised = [(s, v) for s, v in result if s.raising is not None]
+    if not raised:
+        return result
+    engine.raises.extend((what, s) for s, _ in raised)
+    if len(raised) < len(result):
+        return [(s, v) for s, v in result if s.raising is None]
+    for s, _ in raised:
+        where = ":".join(str(x) for x in s.raised_at[:2]) if s.raised_at else "an unknown line"
+        s.stopped = f"{what} raises {describe(s.raising)} at {where}"  # type: ignore[arg-type]
+    return result
+
+
 def settle(inst: Instance, states: list[PathState], notes: list[str], step: str) -> Instance:
     """Server arguments after a step that may have forked: fields every path agrees on keep
     their value, the others become Unknown naming the step (never one path's guess)."""
@@ -139,10 +273,7 @@ def settle(inst: Instance, states: list[PathState], notes: list[str], step: str)
     for key in dict.fromkeys(k for v in views for k in v):
         vals = [v.get(key) for v in views]
         first = vals[0]
-        same = all(v is first for v in vals) or all(
-            isinstance(v, Const) and isinstance(first, Const) and repr(v.value) == repr(first.value)
-            for v in vals
-        )
+        same = all(agree(v, first) for v in vals)
         merged[key] = (
             first
             if same and first is not None
@@ -158,9 +289,5 @@ def settle(inst: Instance, states: list[PathState], notes: list[str], step: str)
     ]
     if changed:
         notes.append(f"{step}: undecided for {', '.join(sorted(changed)[:6])}")
-    inst.fields.clear()
-    inst.fields.update(merged)
-    if states:  # what the step wrote elsewhere (contexts, module state) takes the first path's
-        states[0].heap.pop(id(inst), None)
-        states[0].commit()
+    inst.fields = merged
     return inst

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.sinks import routing_producer
+from routescope.analysis.engine.sinks import UNRECOGNISED, routing_producer
+from routescope.analysis.engine.sinks import held as items_of
 from routescope.analysis.engine.state import Decision, Frame, PathState, SinkHit
 from routescope.analysis.engine.values import (
     ClassVal,
+    External,
     FunctionVal,
     Instance,
     Tensor,
@@ -17,6 +19,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
     describe,
+    raises_value,
 )
 
 
@@ -52,6 +55,8 @@ def resolve_entry(engine: Engine, entry: str) -> Value:
     mod = engine.load_module(module)
     if mod is None:
         return Unknown(f"module {module} is not in the source tree", kind=UnknownKind.OPAQUE)
+    if mod.error is not None:
+        return raises_value(mod.error, f"importing {module} raises")
     val: Value = mod
     for part in qual.split("."):
         results = engine.attribute(PathState(envs=[{}]), val, part)
@@ -70,6 +75,9 @@ def trace_call(
     """Every path through `fn(*args, **kwargs)`; a budget overrun ends a path, never the run."""
     if isinstance(fn, FunctionVal) and receiver is not None:
         fn = fn.bind(receiver)
+    if isinstance(fn, Unknown) and fn.exc is not None:  # its module's import raises
+        exc = External(fn.exc) if isinstance(fn.exc, str) else fn.exc
+        return [TracedPath((), (), None, "raise", describe(exc), "", value=exc)]
     if not isinstance(fn, (FunctionVal, ClassVal)):
         reason = fn.reason if isinstance(fn, Unknown) else f"entry is {describe(fn)}"
         return [TracedPath((), (), None, "stop", "", reason)]
@@ -84,20 +92,18 @@ def trace_call(
             outcomes = [(s, "return", v) for s, v in engine.call(st, fn, args, kwargs, None)]
     except BudgetExceeded as exc:
         return [TracedPath(tuple(st.decisions), tuple(st.trail), None, "stop", "", str(exc))]
-    return [
-        TracedPath(
-            tuple(s.decisions),
-            tuple(s.trail),
-            _sink(s, v),
-            "stop" if s.stopped else kind,
-            describe(v) if v is not None else "",
-            s.stopped,
-            tuple(s.sinks),
-            end=s,
-            value=v,
-        )
-        for s, kind, v in outcomes
-    ]
+    out: list[TracedPath] = []
+    for s, kind, v in outcomes:
+        sink, stopped = _sink(s, v), s.stopped
+        if sink is not None and sink.kind == UNRECOGNISED:
+            stopped = stopped or (f"the ids come from a call routescope does not recognise as a "
+                                  f"kernel ({sink.name}) at {sink.file}:{sink.line}")  # fmt: skip
+            sink = None
+        out.append(TracedPath(tuple(s.decisions), tuple(s.trail), sink,
+                              "stop" if stopped else kind, describe(v) if v is not None else "",
+                              stopped, tuple(h for h in s.sinks if h.kind != UNRECOGNISED),
+                              end=s, value=v))  # fmt: skip
+    return out
 
 
 def _sink(st: PathState, result: Value | None) -> SinkHit | None:
@@ -106,16 +112,50 @@ def _sink(st: PathState, result: Value | None) -> SinkHit | None:
         made = _made_at(result)
         if made is not None:  # routing computed by plain torch ops in framework code
             function, file, line = made
-            found = SinkHit(function, "torch", file, line, function, "torch-ops")
+            found = SinkHit(function, "torch", file, line, function, "torch-ops", provider="torch")
     return found or (st.sinks[0] if st.sinks else None)
 
 
 def _made_at(v: Value, depth: int = 3) -> tuple[str, str, int] | None:
     if isinstance(v, Tensor):
         return v.made_at  # type: ignore[no-any-return]
-    if isinstance(v, Instance) and depth > 0:
-        for f in v.fields.values():
+    if depth > 0:
+        for f in v.fields.values() if isinstance(v, Instance) else items_of(v):
             got = _made_at(f, depth - 1)
             if got is not None:
                 return got
     return None
+
+
+def trace_serving(
+    engine: Engine,
+    fn: Value,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    start: PathState | None,
+    what: str,
+    as_served: bool = True,
+) -> list[TracedPath]:
+    """trace_call, for a decode step a serving deployment runs: when every way through raises
+    (the code reads state of a running worker no phase builds, or the deployment really
+    fails there: both are noted), it is traced again going on past the calls that raise.
+    Not `as_served` (a layer routescope staged without the weights loading would give it),
+    the raise is noted without making the answer incomplete."""
+    traced = trace_call(engine, fn, args, kwargs, start=start)
+    if not traced or any(p.outcome != "raise" for p in traced):
+        return traced
+    for p in traced:
+        at = p.end.raised_at if p.end is not None else None
+        where = f" at {at[0]}:{at[1]} in {at[2]}" if at else ""
+        (engine.fatal if as_served else engine.staged).append(
+            f"{what} did not finish: every way through raises {p.result}{where}; traced on "
+            "past the call that raises to show what follows"
+            + ("" if as_served else " (the layer is traced without its loaded weights)")
+        )
+        if p.end is not None:
+            engine.raises.append((what, p.end))
+    engine.tolerant = True
+    try:
+        return trace_call(engine, fn, args, kwargs, start=start)
+    finally:
+        engine.tolerant = False

@@ -1,0 +1,48 @@
+"""The process environment: os.environ and os.getenv answered from --env and the rules'
+convention for variables the user did not give (unset, or unknown)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import Const, Unknown, UnknownKind, Value
+from routescope.analysis.library.registry import Paths, models, one
+
+if TYPE_CHECKING:
+    from routescope.analysis.engine.base import EngineBase
+
+
+@models("os.getenv", "os.environ.get", "os.environ.__getitem__", "os.environ.setdefault")
+def _getenv(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if not args or not isinstance(args[0], Const):
+        return one(st, Unknown("environment variable with an unknown name", kind=UnknownKind.INPUT))
+    var = str(args[0].value)
+    facts = eng.facts
+    if var in facts.env:
+        return one(st, Const(facts.env[var], (f"--env {var}",)))
+    default = args[1] if len(args) > 1 else kwargs.get("default")
+    if default is None and facts.env_unset_means_absent:
+        facts.env_unset(var)
+        return one(st, Const(None, (f"env {var} unset (assumed; give --env {var}=... to change)",)))
+    if default is None:
+        return one(
+            st,
+            Unknown(
+                f"environment variable {var} has no default (give --env {var}=...)",
+                (f"env {var}",),
+                kind=UnknownKind.INPUT,
+            ),
+        )
+    if isinstance(default, Const):
+        where = f"{eng.current_file()}:{getattr(node, 'lineno', 0)}"
+        return one(st, Const(default.value, (f"env {var} unset: default at {where}",)))
+    return one(st, default)

@@ -1,0 +1,25 @@
+"""Every library model module, imported for what importing it registers."""
+
+from routescope.analysis.library import (
+    environ,
+    files,
+    functools,
+    kernels,
+    paths,
+    python,
+    regex,
+    torch,
+    typing,
+)
+
+__all__ = [
+    "environ",
+    "files",
+    "functools",
+    "kernels",
+    "paths",
+    "python",
+    "regex",
+    "torch",
+    "typing",
+]

@@ -1,0 +1,365 @@
+"""Models of Python's builtins and standard library that need the engine: attribute reflection,
+super(), callable(), type(), the container builtins, property(), builtin exceptions, copy, re,
+importlib and records (dataclasses, msgspec)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+from typing import TYPE_CHECKING
+
+from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, TupleVal
+from routescope.analysis.engine.contents import entries, seq_items, snapshot
+from routescope.analysis.engine.sequences import over_containers
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    FunctionVal,
+    Instance,
+    ModuleVal,
+    Tensor,
+    Unknown,
+    UnknownKind,
+    Value,
+)
+from routescope.analysis.library import records
+from routescope.analysis.library.builtins import BoundConst, call_builtin, evaluated_names
+from routescope.analysis.library.registry import Paths, models, one
+
+if TYPE_CHECKING:
+    from routescope.analysis.engine.base import EngineBase
+
+
+@models("getattr", "hasattr")
+def _getattr(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """getattr(obj, "name"[, default]) / hasattr: a lookup Python answers with AttributeError
+    (kind ABSENT) takes the default; any other unknown stays unknown."""
+    if len(args) < 2 or not isinstance(args[1], Const):
+        return None
+    attr = str(args[1].value)
+    target = eng.resolved(args[0])
+    if name == "hasattr" and isinstance(target, Tensor):  # set_weight_attrs & co. add any
+        return one(st, Unknown(f"hasattr(tensor, {attr!r})", kind=UnknownKind.OPAQUE))
+    if name == "hasattr" and isinstance(target, External):
+        full = f"{target.name}.{attr}"
+        known = eng.facts.attribute_fact(f"hasattr({full})")
+        return one(st, known or Unknown(f"hasattr({full})", kind=UnknownKind.OPAQUE))
+    out: Paths = []
+    for s, v in eng.attribute(st, target, attr):
+        missing = isinstance(v, Unknown) and v.kind is UnknownKind.ABSENT
+        if name == "hasattr":
+            out.append((s, Const(not missing) if missing or not isinstance(v, Unknown) else v))
+        else:
+            out.append((s, args[2] if missing and len(args) > 2 else v))
+    return out
+
+
+@models("object.__getattribute__", "builtins.object.__getattribute__")
+def _getattribute(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if len(args) == 2 and isinstance(args[1], Const):
+        return eng.attribute(st, args[0], str(args[1].value), hook=False)
+    return None
+
+
+@models("setattr", "object.__setattr__", "builtins.object.__setattr__")
+def _setattr(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if len(args) == 3 and isinstance(args[1], Const):
+        eng.set_attribute(st, args[0], str(args[1].value), args[2])
+        return one(st, Const(None))
+    return None
+
+
+@models("super")
+def _super(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    return one(st, eng.super_proxy())
+
+
+@models("callable")
+def _callable(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if len(args) != 1:
+        return None
+    a = eng.resolved(args[0])
+    if isinstance(a, (FunctionVal, ClassVal, BoundConst)) or type(a).__name__ in (
+        "ContainerMethod",
+        "Partial",
+        "TensorMethod",
+    ):
+        return one(st, Const(True))
+    if isinstance(a, Const):
+        return one(st, Const(callable(a.value)))
+    if isinstance(a, (ListVal, DictVal, SetVal, TupleVal, EnumMember, ModuleVal)):
+        return one(st, Const(False))
+    if isinstance(a, Instance) and a.cls is not None:
+        return one(st, Const(a.cls.lookup("__call__") is not None or bool(a.cls.external_bases())))
+    return None
+
+
+@models("type")
+def _type(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if len(args) != 1:
+        return None
+    a = eng.resolved(args[0])
+    if isinstance(a, Instance) and a.cls is not None:
+        return one(st, a.cls)
+    for cls, py in ((ListVal, "list"), (TupleVal, "tuple"), (DictVal, "dict"), (SetVal, "set")):
+        if isinstance(a, cls):
+            return one(st, External(py))
+    if isinstance(a, Const):
+        return one(st, External(type(a.value).__name__))
+    return one(st, Unknown("type() of an unknown value", kind=UnknownKind.UNSUPPORTED))
+
+
+@models(
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "dict",
+    "len",
+    "sorted",
+    "enumerate",
+    "zip",
+    "reversed",
+    "any",
+    "all",
+    "min",
+    "max",
+    "sum",
+)
+def _sequences(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    got = over_containers(st, name, args, kwargs)
+    return one(st, got) if got is not None else None
+
+
+@models(*sorted(evaluated_names()))
+def _pure(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """A builtin evaluated for real on constants (a list reads as its items on this path;
+    isinstance sees the container itself)."""
+    if name != "isinstance":
+        args = [snapshot(st, a) for a in args]
+    got = call_builtin(name, args, kwargs)
+    return one(st, got) if got is not None else None
+
+
+@models("property")
+def _property(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    getter = eng.resolved(args[0]) if args else None
+    if isinstance(getter, FunctionVal):  # property(getter), built at run time
+        return one(st, dataclasses.replace(getter, decorators=(*getter.decorators, "property")))
+    return None
+
+
+@models(
+    *(
+        n
+        for n in dir(builtins)
+        if isinstance(getattr(builtins, n), type)
+        and issubclass(getattr(builtins, n), BaseException)
+    )
+)
+def _exception(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    return one(st, External(name))  # ValueError("...") stands for its class
+
+
+@models("copy.copy", "copy.deepcopy")
+def _copy(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if len(args) != 1:
+        return None
+    return one(st, copied(st, eng.resolved(args[0]), name == "copy.deepcopy", 4))
+
+
+def copied(st: PathState, v: Value, deep: bool, depth: int) -> Value:
+    """copy.copy / copy.deepcopy of a tracked object: a new object with this path's contents
+    (deep: nested objects copied too, `depth` levels down); values are shared as Python does."""
+    if depth <= 0:
+        return Unknown("deepcopy nested too deeply", kind=UnknownKind.BUDGET)
+
+    def inner(x: Value) -> Value:
+        return copied(st, x, True, depth - 1) if deep else x
+
+    if isinstance(v, (Const, EnumMember, External, FunctionVal, ClassVal, ModuleVal)):
+        return v  # immutable, or copied as itself (copy of a class, a function, a module)
+    if isinstance(v, ListVal):
+        items = seq_items(st, v)
+        return (
+            ListVal([inner(i) for i in items])
+            if items is not None
+            else ListVal(
+                None, Unknown("a copy of a list of unknown contents", kind=UnknownKind.UNSUPPORTED)
+            )
+        )
+    if isinstance(v, TupleVal):
+        return TupleVal([inner(i) for i in v.items], v.origins) if deep else v
+    if isinstance(v, (DictVal, SetVal)):
+        e = entries(st, v)
+        made = type(e)({k: (kv, inner(x)) for k, (kv, x) in e.items.items()}, e.rest)
+        return type(v)(made)
+    if isinstance(v, Instance):
+        fields = st.fields(v)  # this path's view (its own writes included)
+        return Instance(v.cls, {k: inner(x) for k, x in fields.items()}, v.label)
+    return Unknown("copy of an unknown value", v.origins, kind=UnknownKind.UNSUPPORTED)
+
+
+@models("importlib.util.find_spec")
+def _find_spec(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    if not (args and isinstance(args[0], Const) and isinstance(args[0].value, str)):
+        return None
+    target = args[0].value
+    found = eng.index.has_module(target) or eng.facts.package_available(target)
+    if found is False:
+        return one(st, Const(None, (f"package {target} not importable",)))
+    if found:
+        return one(st, External(f"{target}#spec"))
+    return None
+
+
+@models("importlib.import_module")
+def _import_module(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    target = args[0].value if len(args) == 1 and isinstance(args[0], Const) else None
+    if not isinstance(target, str) or target[:1] == ".":
+        return None
+    mod = eng.import_module(target)
+    failure = getattr(mod, "exc", None)
+    if failure is not None:  # the facts say the package is absent: ImportError here
+        return eng.returned(st, [(st, "raise", failure)], f"import of {target} fails")
+    return one(st, eng.resolved(mod))
+
+
+@models("routescope.namespace")
+def _namespace(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    return one(st, Instance(None, dict(kwargs), "object"))  # rule summaries build plain objects
+
+
+@models(*sorted(records.NAMES))
+def _records(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    module = eng.ctx[-1].module.name if eng.ctx else ""
+    got = records.call(name, [eng.resolved(a) for a in args], kwargs, st, module)
+    return one(st, got) if got is not None else None
+
+
+@models("dataclasses.replace", "msgspec.structs.replace")
+def _replace(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """A new record of the same class: its fields, the changes over them, and the class's own
+    __init__ / __post_init__ run again, as replace() does."""
+    obj = eng.resolved(args[0]) if len(args) == 1 else None
+    if not (isinstance(obj, Instance) and obj.cls is not None and records.is_record(obj.cls)):
+        return None
+    view = st.fields(obj)
+    given = {n: view[n] for n in records.field_names(obj.cls) if n in view}
+    return eng.call(st, obj.cls, [], {**given, **kwargs}, node)

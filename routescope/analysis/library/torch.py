@@ -1,0 +1,91 @@
+"""torch as the routing code uses it: tensor factories, parameters, the default dtype, the
+namespaces that answer questions about the platform rather than make tensors, and any other
+torch (or triton) call as an op on tensors that keeps what its inputs came from."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from routescope.analysis.engine.contents import seq_items
+from routescope.analysis.engine.sinks import producer_of, role_of
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.tensors import FACTORIES, NON_TENSOR_TORCH, PARAMETER, made_tensor
+from routescope.analysis.engine.values import External, Tensor, Unknown, UnknownKind, Value
+from routescope.analysis.library.registry import Paths, models, one
+
+if TYPE_CHECKING:
+    from routescope.analysis.engine.base import EngineBase
+
+
+@models(*NON_TENSOR_TORCH)
+def _platform(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    # (the rules' platform facts answer the calls they name before any model runs)
+    return one(st, Unknown(f"result of {name}()", kind=UnknownKind.OPAQUE))
+
+
+@models(*PARAMETER)
+def _parameter(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    return one(st, args[0]) if args and isinstance(args[0], Tensor) else None  # its data
+
+
+@models(*FACTORIES)
+def _factory(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    first = args[0] if args else kwargs.get("size")
+    sizes = seq_items(st, first) if first is not None else None
+    made = made_tensor(name, args, kwargs, eng.made_at(node), sizes)
+    made.dtype = made.dtype or eng.default_dtype
+    return one(st, made)
+
+
+@models("torch.get_default_dtype")
+def _default_dtype(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    return one(st, External(eng.default_dtype)) if eng.default_dtype else None
+
+
+@models("torch.", "triton")
+def _tensor_op(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """An op on tensors: its result keeps the routing kernel that produced its inputs, or the
+    router's scores it was computed from."""
+    inputs = [*args, *kwargs.values()]
+    return one(
+        st,
+        Tensor(
+            producer=producer_of(inputs, st.claims), made_at=eng.made_at(node), role=role_of(inputs)
+        ),
+    )
