@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from routescope.analysis.phases.dispatch import Dispatch
 
 # Bump the major part on any change that removes or renames a field.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 # the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
@@ -34,11 +34,20 @@ def sink_args_text(sink: dict[str, Any]) -> str:
     return ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
 
 
+def sink_label(sink: dict[str, Any]) -> str:
+    """A report sink's kind and, where it differs, who ships it: "cuda_kernel, flashinfer"."""
+    kind, provider = sink.get("kind"), sink.get("provider")
+    return f"{kind}, {provider}" if provider and provider != kind else str(kind)
+
+
 def _sink(h: SinkHit | None) -> dict[str, Any] | None:
     if h is None:
         return None
-    out: dict[str, Any] = {"name": h.name, "kind": h.kind, "file": h.file, "line": h.line,
-                           "called_from": h.function, "rule": h.rule}  # fmt: skip
+    out: dict[str, Any] = {"name": h.name, "kind": h.kind, "provider": h.provider,
+                           "file": h.file, "line": h.line, "called_from": h.function,
+                           "rule": h.rule}  # fmt: skip
+    if h.within:
+        out["within"] = h.within
     if h.args:  # what the rule asks to show of the call (a fused MoE kernel's routing method)
         out["args"] = [{"name": n, "value": v, "origins": list(o)} for n, v, o in h.args]
     return out
@@ -139,6 +148,10 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         "paths": [_path(p, decided, also) for p, also in reps],
         "undecided": list(undecided.values()),
         "incomplete": list(d.incomplete),
+        "assumptions": [
+            {"kind": a.kind, "name": a.name, "value": a.value, "source": a.source}
+            for a in d.assumptions
+        ],
         "notes": list(d.notes),
         "server_args": {
             name: {"value": value, "origins": list(origins)}

@@ -8,6 +8,7 @@ from routescope.errors import RoutescopeError
 from routescope.intake import derive
 from routescope.intake.aliases import ALIASES, TEXT_CONFIG_KEYS
 from routescope.intake.fields import FieldReader, dig, is_missing
+from routescope.intake.quant import HF_QUANT_CONFIG, QuantInfo, quant_info
 from routescope.intake.spec import ModelRef, Origin, Provenance, RoutingSpec, Sourced, Topology
 from routescope.intake.transformers_view import ClassView, class_view
 
@@ -24,7 +25,13 @@ def _routing_level(raw: dict[str, Any]) -> str:
     return ""
 
 
-def build_spec(ref: ModelRef, raw: dict[str, Any], *, use_transformers: bool = True) -> RoutingSpec:
+def build_spec(
+    ref: ModelRef,
+    raw: dict[str, Any],
+    *,
+    use_transformers: bool = True,
+    sidecar: dict[str, Any] | None = None,
+) -> RoutingSpec:
     """Read every routing field with provenance; raise RoutescopeError for non-MoE configs."""
     subject = ref.ref
     if not isinstance(raw, dict):
@@ -32,6 +39,7 @@ def build_spec(ref: ModelRef, raw: dict[str, Any], *, use_transformers: bool = T
     level = _routing_level(raw)
     routing: dict[str, Any] = raw[level] if level else raw
     notes: list[str] = []
+    quant = quant_info(raw, sidecar)
     view: ClassView | None = None
     if use_transformers:
         got = class_view(raw, level)
@@ -78,7 +86,9 @@ def build_spec(ref: ModelRef, raw: dict[str, Any], *, use_transformers: bool = T
         decoder_sparse_step=f["decoder_sparse_step"],
         moe_intermediate_size=_expert_width(r, f["moe_intermediate_size"]),
         hidden_size=f["hidden_size"],
-        quantization=derive.quantization(raw),
+        quantization=_quantization(quant),
+        quant=quant,
+        sidecar=sidecar,
         topology=_topology(n_group.value),
         config_view=_config_view(routing, view),
         config_view_origin=_config_view_origin(routing, level, view),
@@ -163,3 +173,13 @@ def _config_view_origin(
     for key in routing:
         origin[key] = Provenance(Origin.CONFIG, f"{prefix}{key}")
     return origin
+
+
+def _quantization(quant: QuantInfo | None) -> Sourced[str]:
+    """The checkpoint's quantization scheme, with the file and key that declare it."""
+    if quant is None:
+        why = f"no quantization_config and no {HF_QUANT_CONFIG}: unquantized"
+        return Sourced(None, Provenance(Origin.ABSENT, None, why))
+    key = "quant_algo" if quant.algo else "quant_method"
+    origin = Origin.QUANT_SIDECAR if quant.file == HF_QUANT_CONFIG else Origin.CONFIG
+    return Sourced(quant.scheme, Provenance(origin, f"{quant.key}.{key}", quant.describe()))

@@ -136,19 +136,3 @@ def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
         count = sum(1 for i in range(n) if i % period == offset)
         return out(count, r.key("expert_layer_period"), f"i % {period} == {offset}")
     return out(n, n_layers.provenance.key or "", "no layer-pattern key: every layer is MoE")
-
-
-def quantization(raw: dict[str, Any]) -> Sourced[str]:
-    """quantization_config.quant_method (modelopt's quant_algo says fp8 or nvfp4)."""
-    qc = raw.get("quantization_config")
-    if not isinstance(qc, dict):
-        return Sourced(None, Provenance(Origin.ABSENT, None, "no quantization_config: unquantized"))
-    algo = qc.get("quant_algo")
-    if isinstance(algo, str) and algo:
-        return Sourced(algo.lower(), Provenance(Origin.CONFIG, "quantization_config.quant_algo"))
-    method = qc.get("quant_method")
-    if isinstance(method, str) and method:
-        return Sourced(
-            method.lower(), Provenance(Origin.CONFIG, "quantization_config.quant_method")
-        )
-    return Sourced(None, Provenance(Origin.CONFIG, "quantization_config", "no quant_method"))

@@ -11,6 +11,7 @@ from typing import Any
 
 from routescope.errors import RoutescopeError
 from routescope.intake.build import build_spec
+from routescope.intake.quant import HF_QUANT_CONFIG
 from routescope.intake.spec import ModelRef, RoutingSpec
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -18,9 +19,22 @@ PROBE_TIMEOUT_S = 3.0
 
 
 def load_spec(model: str, *, offline: bool = False, revision: str | None = None) -> RoutingSpec:
-    """A path to config.json, a directory holding one, or `org/name[@revision]` on the hub."""
+    """A path to config.json, a directory holding one, or `org/name[@revision]` on the hub;
+    with ModelOpt's hf_quant_config.json beside config.json when the checkpoint has one."""
     ref, raw = read_config(model, offline=offline, revision=revision)
-    return build_spec(ref, raw)
+    return build_spec(ref, raw, sidecar=read_sidecar(ref, offline=offline))
+
+
+def read_sidecar(ref: ModelRef, *, offline: bool = False) -> dict[str, Any] | None:
+    """hf_quant_config.json beside the config.json read (a directory's, a file's neighbour,
+    or the hub repository's at the same revision); None when there is none."""
+    if ref.kind == "hub":
+        found = _hub_file(ref, HF_QUANT_CONFIG, offline)
+        return _read_file(str(found), "file", found)[1] if found is not None else None
+    path = Path(ref.config_path).parent / HF_QUANT_CONFIG
+    if not path.is_file():
+        return None
+    return _read_file(str(path), "file", path)[1]
 
 
 def read_config(
@@ -106,6 +120,28 @@ def _hub_config(repo: str, revision: str | None, offline: bool) -> tuple[Path, s
     path = Path(str(found))
     commit = path.parent.name if path.parent.parent.name == "snapshots" else None
     return path, commit
+
+
+def _hub_file(ref: ModelRef, filename: str, offline: bool) -> Path | None:
+    """Another file of the hub repository at the commit config.json came from, through the
+    same cache; None when the repository has no such file (or, offline, it is not cached)."""
+    import huggingface_hub
+    from huggingface_hub import constants, errors
+
+    repo = ref.ref.partition("@")[0]
+    rev = ref.commit or ref.revision or "main"
+    local_only = offline or bool(constants.HF_HUB_OFFLINE)
+    try:
+        found = huggingface_hub.hf_hub_download(
+            repo, filename, revision=rev, local_files_only=local_only,
+            endpoint=_endpoint(), etag_timeout=PROBE_TIMEOUT_S + 2, cache_dir=_hub_cache(),
+        )  # fmt: skip
+    except errors.EntryNotFoundError:  # none in the repository (or not cached, offline)
+        return None
+    except (errors.HfHubHTTPError, OSError) as exc:
+        why = f"hub request failed: {_first_line(exc)}"
+        raise RoutescopeError(f"{repo} {filename}", why) from None
+    return Path(str(found))
 
 
 def _probe(repo: str, rev: str) -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from routescope.intake.quant import QuantInfo
 
 T = TypeVar("T")
 
@@ -13,6 +16,7 @@ class Origin(str, Enum):
     """Where a value came from, in the order a framework reading `config.x` would see it."""
 
     CONFIG = "config.json"  # the key was in the file
+    QUANT_SIDECAR = "hf_quant_config.json"  # ModelOpt's quantization file beside config.json
     CLASS_DEFAULT = "transformers"  # the transformers config class for this model_type
     DERIVED = "derived"  # computed from other fields (the note says how)
     MODEL_CODE = "model code"  # read statically from the model's modeling source
@@ -91,6 +95,9 @@ class RoutingSpec:
     hidden_size: Sourced[int]
     quantization: Sourced[str]
     topology: Topology
+    quant: QuantInfo | None = None  # what the checkpoint's quantization table says, in full
+    # ModelOpt's hf_quant_config.json beside config.json, as read (None: the checkpoint has none)
+    sidecar: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     # The attribute view a framework gets from `config.<name>`: file values over class defaults.
     config_view: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     config_view_origin: dict[str, Provenance] = field(

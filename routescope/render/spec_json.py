@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from routescope.intake.quant import QuantInfo
 from routescope.intake.spec import Provenance, RoutingSpec, Sourced
 
 
@@ -33,9 +34,22 @@ def spec_dict(spec: RoutingSpec) -> dict[str, Any]:
     if spec.routing_config_path:
         model["routing_config_path"] = spec.routing_config_path
     routing = {name: sourced_dict(spec.sourced(name)) for name in spec.ROUTING_FIELDS}
+    out: dict[str, Any] = {"model": model, "routing": routing}
+    if spec.quant is not None:
+        out["quantization"] = quant_dict(spec.quant)
+    out["topology"] = spec.topology.value
+    out["notes"] = list(spec.notes)
+    return out
+
+
+def quant_dict(q: QuantInfo) -> dict[str, Any]:
+    """The checkpoint's quantization as the file declares it, and which file and table."""
     return {
-        "model": model,
-        "routing": routing,
-        "topology": spec.topology.value,
-        "notes": list(spec.notes),
+        "scheme": q.scheme,
+        "quant_method": q.method,
+        "quant_algo": q.algo,
+        "weight_block_size": list(q.weight_block_size) if q.weight_block_size else None,
+        "excluded": list(q.excluded),
+        "file": q.file,
+        "key": q.key,
     }

@@ -1,0 +1,63 @@
+"""Quantized checkpoints: the examples/checkpoints directories are generated from the data file,
+and intake reads each one's quantization as the checkpoint declares it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from routescope import api
+from routescope.intake.load import load_spec
+from tests.conftest import CONFIGS
+
+CHECKPOINTS = CONFIGS.parent / "checkpoints"
+DATA = Path(__file__).parent / "data" / "quant-configs.json"
+
+
+def _generator():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("ckpt_generate", CHECKPOINTS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_checkpoints_are_current() -> None:
+    for rel, text in _generator().render(json.loads(DATA.read_text())).items():
+        assert (CHECKPOINTS / rel).read_text() == text, f"{rel} is stale: run generate.py"
+
+
+def test_a_directory_with_hf_quant_config_is_nvfp4_with_its_exclusions() -> None:
+    spec = load_spec(str(CHECKPOINTS / "nvidia--GLM-5-NVFP4"))
+    q = spec.quant
+    assert q is not None and q.scheme == "nvfp4" and q.file == "hf_quant_config.json"
+    assert q.method == "modelopt" and q.algo == "NVFP4"
+    assert "lm_head" in q.excluded and len(q.excluded) == 471
+    assert spec.quantization.provenance.origin.value == "hf_quant_config.json"
+
+
+@pytest.mark.parametrize(
+    ("name", "scheme", "blocks"),
+    [
+        ("deepseek-ai--DeepSeek-V3", "fp8", [128, 128]),
+        ("moonshotai--Kimi-K2-Instruct", "fp8", [128, 128]),
+        ("openai--gpt-oss-120b", "mxfp4", None),
+    ],
+)
+def test_config_json_quantization_is_read_and_shown_in_json(
+    name: str, scheme: str, blocks: list[int] | None
+) -> None:
+    doc = api.inspect(api.InspectRequest(model=str(CHECKPOINTS / name)))
+    q = doc["quantization"]
+    assert (q["scheme"], q["file"], q["key"]) == (scheme, "config.json", "quantization_config")
+    assert q["weight_block_size"] == blocks
+    assert doc["routing"]["quantization"]["value"] == scheme
+
+
+def test_an_unquantized_config_has_no_quantization_block() -> None:
+    doc = api.inspect(api.InspectRequest(model=str(CONFIGS / "zai-org--GLM-5.json")))
+    assert "quantization" not in doc
+    assert doc["routing"]["quantization"]["value"] is None
