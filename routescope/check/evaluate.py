@@ -110,7 +110,8 @@ def evaluate_cell(
 
 
 def _path_text(e: LockEntry) -> str:
-    return f"{e.field('sink')} ({e.field('sink_kind')})"
+    provider = e.field("sink_provider")
+    return f"{e.field('sink')} ({e.field('sink_kind')}{', ' + provider if provider else ''})"
 
 
 def _lock_finding(

@@ -23,11 +23,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-LOCK_VERSION = 1
+# 2: a kernel's kind says what it is (cuda_kernel, triton, ...) and sink_provider whose it is
+# (flashinfer, sgl_kernel, ...); version 1 locks named flashinfer as a kind.
+LOCK_VERSION = 2
 PATH_FIELDS = (
     "status",
     "sink",
     "sink_kind",
+    "sink_provider",
     "sink_args",
     "top_k",
     "output_format",
@@ -76,6 +79,8 @@ def entry_from_report(model: str, gpu: str, report: dict[str, Any]) -> LockEntry
     fields: dict[str, str] = {"status": dispatch["status"]}
     fields["sink"] = sink["name"] if sink else "(none)"
     fields["sink_kind"] = sink["kind"] if sink else BYPASSED
+    if sink and sink.get("provider"):
+        fields["sink_provider"] = sink["provider"]
     if sink and sink.get("args"):  # how a fused MoE kernel is told to route
         fields["sink_args"] = sink_args_text(sink)
     if "top_k" in router:
@@ -140,8 +145,15 @@ def read_lock(path: Path) -> Lock:
     """Parse a lock file; a damaged one is a RoutescopeError (exit 2), never a silent pass."""
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
-        if doc.get("lock_version") != LOCK_VERSION:
-            raise ValueError(f"lock_version {doc.get('lock_version')!r}, expected {LOCK_VERSION}")
+        version = doc.get("lock_version")
+        if isinstance(version, int) and 0 < version < LOCK_VERSION:
+            raise RoutescopeError(
+                str(path),
+                f"lock_version {version} was written by an older routescope; record it again "
+                "with `routescope check --update-lock` and review the change",
+            )
+        if version != LOCK_VERSION:
+            raise ValueError(f"lock_version {version!r}, expected {LOCK_VERSION}")
         entries = {}
         for t in doc.get("path", []):
             decisions = tuple(

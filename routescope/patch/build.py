@@ -41,18 +41,28 @@ class OeaPatch:
 
 
 def supported_version(framework: str | None) -> str:
-    """ "sglang==V" -> V when the trace decides V's dispatch; else RoutescopeError (exit 2)."""
+    """ "sglang==V" -> V; else RoutescopeError (exit 2). Whether V's decode dispatch can be
+    patched is for its trace to say (make_patch refuses a path that is not selected)."""
     m = _FRAMEWORK.match(framework or "")
     if m is None:
         raise RoutescopeError(f"--framework {framework}", "routescope patch supports sglang==V")
-    supported = supported_versions()
-    if m.group(1) not in supported:
-        raise RoutescopeError(
-            f"--framework {framework}",
-            f"the decode dispatch of this version is provisional or unknown; "
-            f"patches are made for {', '.join('sglang==' + v for v in supported)} only",
-        )
     return m.group(1)
+
+
+def refuse_unless_selected(doc: dict[str, Any], framework: str | None) -> None:
+    """RoutescopeError unless the trace selected one decode path: a patch goes on that path."""
+    disp = doc["dispatch"]
+    if disp["status"] == "selected":
+        return
+    decide = "; ".join(f"{u['file']}:{u['line']} {u['condition'][:80]}"
+                       for u in disp["undecided"][:3])  # fmt: skip
+    why = f" (would decide: {decide})" if decide else ""
+    if disp["incomplete"]:
+        why = f" ({disp['incomplete'][0]})"
+    raise RoutescopeError(
+        f"--framework {framework}",
+        f"the decode dispatch is {disp['status']}, not one selected path: nothing to patch{why}",
+    )
 
 
 def _flag_module(tree: Any) -> str:
@@ -67,13 +77,6 @@ def _flag_module(tree: Any) -> str:
     raise RoutescopeError(
         _FLAG_DIR, f"no {_FLAG}() in the model executor: no decode flag to guard on"
     )
-
-
-def supported_versions() -> tuple[str, ...]:
-    """The releases whose traces the rule file's cases confirm (its `validated` list)."""
-    from routescope.analysis.phases.frameworks import load_framework
-
-    return tuple(load_framework("sglang").data.get("validated", ()))
 
 
 def refuse_unless_insertable(verdict: dict[str, Any]) -> None:
@@ -92,6 +95,7 @@ def make_patch(req: PatchRequest) -> OeaPatch:
     """Trace the deployment, check the verdict, run the codemod; RoutescopeError refuses."""
     supported_version(req.deployment.framework)
     doc = api.inspect(replace(req.deployment, framework_src=None))
+    refuse_unless_selected(doc, req.deployment.framework)
     verdict = doc["verdict"]
     refuse_unless_insertable(verdict)
     spec = api.inspect_model(req.deployment.model, offline=req.deployment.offline)

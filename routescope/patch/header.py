@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from routescope import __version__
+from routescope.report import sink_label
 
 META = "# routescope-meta: "
 _DECODE = (
@@ -46,7 +47,7 @@ def render_header(doc: dict[str, Any], meta: dict[str, Any], env: str, module: s
         f"framework: {dep['framework']}=={dep['version']} ({dep['source']}); model: "
         f"{meta['model']}; gpu: {gpu['family']} ({gpu['device']}); tp: {dep['tp']}; "
         f"quant: {dep['quant']}.",
-        f"sink: {sink.get('name')} [{sink.get('kind')}] at {sink.get('file')}:{sink.get('line')}.",
+        f"sink: {sink.get('name')} [{sink_label(sink)}] at {sink.get('file')}:{sink.get('line')}.",
         f"insertion point: {point['file']}:{point['line']} in {point['function']}, right after "
         f"`{point['before']['text'].strip().splitlines()[0]}` (lines {point['before']['line']}-"
         f"{point['before']['end_line']}).",

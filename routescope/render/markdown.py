@@ -6,7 +6,7 @@ from textwrap import dedent
 from typing import Any
 
 from routescope.render.mermaid import flowchart
-from routescope.report import sink_args_text
+from routescope.report import sink_args_text, sink_label
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 
@@ -61,8 +61,8 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         sink = disp["paths"][0]["sink"] if disp["status"] == "selected" else None
         if sink:
             given = sink_args_text(sink)
-            out.append(f"- **Routing kernel:** {code(sink['name'])} ({sink['kind']}), called at "
-                       f"{code(sink['file'] + ':' + str(sink['line']))}"
+            out.append(f"- **Routing kernel:** {code(sink['name'])} ({sink_label(sink)}), "
+                       f"called at {code(sink['file'] + ':' + str(sink['line']))}"
                        + (f", given {cell(given)}" if given else ""))  # fmt: skip
         if v is not None:
             out.append(f"- **OEA:** {verdict_word(v)}: {v['why']}")
@@ -165,8 +165,23 @@ def render_section(doc: dict[str, Any], level: int = 2) -> str:
                     f"{cell(u['undecided_because'])}" for u in disp["undecided"]]  # fmt: skip
             out.append("")
         if doc.get("verdict") is not None:
-            out += [f"{h} OEA verdict", "", *_verdict(doc["verdict"])]
+            out += [f"{h} OEA verdict", "", *_verdict(doc["verdict"]), ""]
+        if disp.get("assumptions"):
+            out += [f"{h} What the answer assumes", "", *_assumptions(disp["assumptions"]), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _assumptions(items: list[dict[str, Any]]) -> list[str]:
+    """The facts the trace read that the code cannot show: one row per kind, value and source,
+    naming every fact it covers (37 unset variables are one row, not 37)."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for a in items:
+        groups.setdefault((a["kind"], a["value"], a["source"]), []).append(a["name"])
+    out = ["| kind | value | from | names |", "|---|---|---|---|"]
+    for (kind, value, source), names in groups.items():
+        shown = ", ".join(code(n) for n in names)
+        out.append(f"| {kind} | {cell(value)} | {cell(source)} | {shown} |")
+    return out
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from rich.tree import Tree
 
 from routescope.render.markdown import server_args_set
 from routescope.render.text_verdict import verdict_panel
-from routescope.report import sink_args_text
+from routescope.report import sink_args_text, sink_label
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 _STYLE = {True: "green", False: "red", None: "yellow"}
@@ -55,7 +55,8 @@ def path_tree(path: dict[str, Any], title: str) -> Tree:
         t = Text("→ sink ", style="bold")
         t.append(sink["name"], style="bold magenta")
         t.append(
-            f"  [{sink['kind']}]  called at {_short(sink['file'])}:{sink['line']}", style="magenta"
+            f"  [{sink_label(sink)}]  called at {_short(sink['file'])}:{sink['line']}",
+            style="magenta",
         )
         if sink.get("args"):  # how a fused MoE kernel is told to route
             given = sink_args_text(sink)
@@ -106,7 +107,7 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
     for i, p in enumerate(disp["paths"], 1):
         sink = p["sink"]
         label = f"path {i}" + (" (selected)" if p["selected"] else "")
-        label += f": {sink['name']} [{sink['kind']}]" if sink else ""
+        label += f": {sink['name']} [{sink_label(sink)}]" if sink else ""
         if p["equivalent_paths"]:
             label += f"  (+{p['equivalent_paths']} equivalent)"
         parts.append(path_tree(p, label))
@@ -117,5 +118,19 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
                               f"({u['undecided_because']})", style="yellow"))  # fmt: skip
     for note in disp["notes"]:
         parts.append(Text(f"note: {note}", style="dim"))
+    if disp.get("assumptions"):
+        parts.append(Text(assumptions_line(disp["assumptions"]), style="dim"))
     parts.append(verdict_panel(doc))
     return Group(*parts)
+
+
+def assumptions_line(items: list[dict[str, Any]]) -> str:
+    """One line: how many facts the answer rests on that the code cannot show, by kind."""
+    kinds: dict[str, list[str]] = {}
+    for a in items:
+        kinds.setdefault(a["kind"], []).append(a["name"])
+    shown = "; ".join(
+        f"{k}: {', '.join(names[:4])}" + (f" (+{len(names) - 4})" if len(names) > 4 else "")
+        for k, names in kinds.items()
+    )
+    return f"assumes ({len(items)} facts the code cannot show; `--format json` lists them): {shown}"

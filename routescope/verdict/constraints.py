@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from routescope.analysis.index import Index
+from routescope.report import sink_label
 from routescope.verdict.callees import CallSite
 from routescope.verdict.facts import cite_setting, known, routing_field, setting, traced_value
 from routescope.verdict.point import Point
@@ -219,14 +220,14 @@ def opaque(
         for f in callers
     ]
     ev.append(
-        f"router kernel {sink['name']} [{sink['kind']}] called at {sink['file']}:{sink['line']}"
+        f"router kernel {sink['name']} [{sink_label(sink)}] called at {sink['file']}:{sink['line']}"
     )
     if hits:
         finding = "inside " + "; ".join(f"{fn.split(':')[-1]} ({d})" for fn, d in hits)
     else:
         finding = (
             f"plain eager Python: no torch.compile or custom-op decorator on {names}; the router "
-            f"kernel ({sink['kind']}) has returned before the point"
+            f"kernel ({sink_label(sink)}) has returned before the point"
         )
     return _c(rules, "opaque", finding, ev)
 
@@ -240,7 +241,7 @@ def scores_available(
     targets = ast.get_source_segment("\n".join(point.source.module.lines), point.stmt.targets[0])  # type: ignore[attr-defined]
     ev = [
         f"{point.source.module.relpath}:{point.stmt.lineno}: {targets} = ... (no scores returned)",
-        f"router kernel {sink['name']} [{sink['kind']}]",
+        f"router kernel {sink['name']} [{sink_label(sink)}]",
     ]
     if logits:
         finding = (

@@ -25,7 +25,8 @@ def test_lock_from_0_5_12_fails_on_0_5_9_and_names_the_change(
     assert code == ExitCode.OK, out
     lock = (tmp_path / "routescope.lock").read_text()
     assert 'sink = "flashinfer.fused_moe.fused_topk_deepseek"' in lock
-    assert 'sink_kind = "flashinfer"' in lock and 'top_k = "9"' in lock
+    assert 'sink_kind = "cuda_kernel"' in lock and 'sink_provider = "flashinfer"' in lock
+    assert 'top_k = "9"' in lock
 
     code, out, _ = run(["check", "--policy", str(path)], capsys)
     assert code == ExitCode.OK, out  # same version: same path
@@ -34,10 +35,10 @@ def test_lock_from_0_5_12_fails_on_0_5_9_and_names_the_change(
     code, out, _ = run(["check", "--policy", str(path)], capsys)
     assert code == ExitCode.CHECK_FAILED, out
     assert (
-        "path changed: flashinfer.fused_moe.fused_topk_deepseek (flashinfer) -> "
-        "sgl_kernel.moe_fused_gate (cuda_kernel)"
+        "path changed: flashinfer.fused_moe.fused_topk_deepseek (cuda_kernel, flashinfer) -> "
+        "sgl_kernel.moe_fused_gate (cuda_kernel, sgl_kernel)"
     ) in out
-    assert "sink_kind: flashinfer -> cuda_kernel" in out
+    assert "sink_provider: flashinfer -> sgl_kernel" in out
     # the decisive guards: 0.5.12's flashinfer guard held; 0.5.9's refuses the fused shared
     # expert slot and its moe_fused_gate guard holds
     assert "only before (sglang==0.5.12): _is_cuda and fused_topk_deepseek is not None and" in out
@@ -69,8 +70,8 @@ def test_lock_from_0_5_23_fails_on_0_5_9_triton_router_to_torch_compile(
     code, out, _ = run(["check", "--policy", str(path)], capsys)
     assert code == ExitCode.CHECK_FAILED, out
     assert (
-        "path changed: sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel (triton) -> "
-        "sglang.srt.layers.moe.topk:biased_grouped_topk_impl (torch_compile)"
+        "path changed: sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel (triton, triton)"
+        " -> sglang.srt.layers.moe.topk:biased_grouped_topk_impl (torch_compile, torch)"
     ) in out
     assert "sink_kind: triton -> torch_compile" in out
     assert "only before (sglang==0.5.23): _jit_gate_ok -> true" in out  # the decisive guards
@@ -191,12 +192,13 @@ def test_outputs_are_byte_identical_across_runs(
     )
 
 
-def test_unsupported_version_never_passes(
+def test_a_deployment_that_does_not_start_never_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A release no case confirms (0.5.22, between two validated ones) gives a provisional
-    path: exit 2 (or 1 when a selected path is required)."""
-    text = policy_text([GLM5], "sglang==0.5.22", ["sm120"], "require_selected_path = false\n")
+    """DeepSeek-V3 bf16 on 0.5.4: building the model raises (deepseek_v2.py:2902 asks a
+    quantization config of None for its name), so the server never starts: no path is
+    selected, the lock is not written (exit 2), and a required selected path fails (exit 1)."""
+    text = policy_text([DSV3], "sglang==0.5.4", ["sm120"], "require_selected_path = false\n")
     path = write_policy(tmp_path, text)
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
     assert code == ExitCode.ERROR, out
@@ -204,6 +206,7 @@ def test_unsupported_version_never_passes(
     path.write_text(text.replace("false", "true"))
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
     assert code == ExitCode.CHECK_FAILED and "decode path not decided (status" in out
+    assert "deepseek_v2.py:2902" in out
 
 
 def test_policy_packages_decide_a_fork(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

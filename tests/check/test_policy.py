@@ -154,3 +154,16 @@ def test_annotation_escaping_follows_the_workflow_command_syntax() -> None:
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
     line = command("error", "dir/routescope.toml", 3, "t: x, y", "m: 1\n2")
     assert line == "::error file=dir/routescope.toml,line=3,title=t%3A x%2C y::m: 1%0A2"
+
+
+def test_a_lock_from_an_older_routescope_asks_to_be_recorded_again(tmp_path: Path) -> None:
+    from routescope.check.lock import read_lock
+    from routescope.errors import RoutescopeError
+
+    lock = tmp_path / "routescope.lock"
+    lock.write_text('lock_version = 1\nframework = "sglang==0.5.23"\n', encoding="utf-8")
+    with pytest.raises(RoutescopeError, match="older routescope; record it again"):
+        read_lock(lock)
+    lock.write_text('lock_version = 99\nframework = "sglang==0.5.23"\n', encoding="utf-8")
+    with pytest.raises(RoutescopeError, match="not a routescope lock file"):
+        read_lock(lock)

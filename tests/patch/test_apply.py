@@ -149,9 +149,16 @@ def test_bypassed_path_is_refused_naming_the_switch(capsys: pytest.CaptureFixtur
     assert "not insertable" in err and "--moe-runner-backend triton" in err
 
 
-def test_unsupported_version_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["patch", "x.json", "--framework", "sglang==0.5.22", "--k0", "5"]) == 2
-    assert "provisional or unknown" in capsys.readouterr().err
+def test_a_dispatch_that_is_not_selected_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # gpt-oss on 0.5.23 forks on whether triton_kernels is installed: no one path to patch
+    model = str(REPO / "examples" / "configs" / "openai--gpt-oss-20b.json")
+    argv = ["patch", model, "--framework", "sglang==0.5.23", "--gpu", "sm120", "--tp", "8"]
+    assert main([*argv, "--k0", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "the decode dispatch is forked, not one selected path" in err
+    assert "is_triton_kernels_available()" in err
+    assert main(["patch", model, "--framework", "sglang-0.5.23", "--k0", "2"]) == 2
+    assert "routescope patch supports sglang==V" in capsys.readouterr().err
 
 
 def test_check_reports_what_moved_from_0_5_9_to_0_5_23(
