@@ -22,7 +22,8 @@ def _cases() -> list[Any]:
     params = []
     for name in FRAMEWORKS:
         for case in load_framework(name).cases:
-            cid = f"{name}-{case['version']}-{case['model'].removesuffix('.json')}-{case['gpu']}"
+            model = case["model"].removesuffix(".json").replace("/", "--")
+            cid = f"{name}-{case['version']}-{model}-{case['gpu']}"
             marks = [pytest.mark.network]
             if "known_gap" in case:
                 marks.append(pytest.mark.xfail(reason=case["known_gap"], strict=True))
@@ -45,10 +46,15 @@ def _failing_parts(path: dict[str, Any]) -> set[str]:
             if p["value"] is False}  # fmt: skip
 
 
+def _model(name: str) -> str:
+    """An examples/configs file name, or a checkpoint directory under examples/."""
+    return str(CONFIGS.parent / name) if "/" in name else str(CONFIGS / name)
+
+
 @pytest.mark.parametrize(("framework", "case"), _cases())
 def test_case(framework: str, case: dict[str, Any]) -> None:
     req = api.InspectRequest(
-        model=str(CONFIGS / case["model"]), framework=f"{framework}=={case['version']}",
+        model=_model(case["model"]), framework=f"{framework}=={case['version']}",
         gpu=case["gpu"], tp=case.get("tp", 1), quant=case.get("quant"),
         server_args=dict(case.get("set", {})), env=dict(case.get("env", {})),
     )  # fmt: skip
@@ -61,6 +67,8 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
     else:
         assert sink is not None
         assert (sink["name"], sink["kind"]) == (case["sink"], case["kind"])
+        if "provider" in case:
+            assert sink["provider"] == case["provider"], (sink["provider"], case["provider"])
     if "routing_method" in case:  # what a fused MoE kernel is told to do
         given = {a["name"]: a["value"] for a in sink.get("args", [])}
         assert given["routing_method_type"].rsplit(".", 1)[-1] == case["routing_method"]
@@ -69,6 +77,7 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
         assert dispatch["router"]["top_k"]["value"] == str(case["router_top_k"])
     for setting in ("output_format", "runner_backend"):  # enum members: compare by name
         if setting in case:
+            assert setting in dispatch["router"], f"the router records no {setting}"
             got = dispatch["router"][setting]["value"].rsplit(".", 1)[-1]
             assert got == case[setting], (setting, got)
     for condition in case.get("decisive", []):

@@ -124,6 +124,43 @@ def test_unknown_server_argument_is_exit_2(capsys: pytest.CaptureFixture[str]) -
 
 
 @pytest.mark.network
+@pytest.mark.parametrize(
+    ("version", "declared_at"),
+    [
+        ("0.5.23", "sglang/srt/arg_groups/fields/model.py:177"),  # a dataclass field's Arg(...)
+        ("0.5.9", "sglang/srt/server_args.py:3067"),  # argparse's add_argument(choices=...)
+    ],
+)
+def test_an_unknown_quant_lists_what_the_release_accepts(
+    capsys: pytest.CaptureFixture[str], version: str, declared_at: str
+) -> None:
+    code = main(["inspect", DSV3, "--framework", f"sglang=={version}", "--quant", "int3"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--quant int3" in err and "modelopt_fp4" in err and declared_at in err
+    assert "nvfp4 (modelopt_fp4)" in err  # the aliases the rules give
+
+
+@pytest.mark.network
+def test_a_server_argument_value_outside_its_choices_is_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["inspect", DSV3, "--framework", "sglang==0.5.23", "--set", "moe_runner_backend=warp"]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--set moe_runner_backend=warp" in err and "flashinfer_cutlass" in err
+
+
+@pytest.mark.network
+def test_nvfp4_is_the_frameworks_modelopt_fp4() -> None:
+    doc = api.inspect(api.InspectRequest(model=DSV3, framework="sglang==0.5.23", gpu="sm120",
+                                         tp=8, quant="nvfp4"))  # fmt: skip
+    notes = doc["dispatch"]["notes"]
+    assert "the server resolves quantization = 'modelopt_fp4' (--quant)" in " ".join(notes), notes
+
+
+@pytest.mark.network
 def test_config_without_architectures_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["inspect", str(CONFIGS / "zai-org--GLM-4.5.json"), "--framework", "sglang==0.5.9"])
     err = capsys.readouterr().err
@@ -138,11 +175,35 @@ def test_unknown_framework_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None
 
 @pytest.mark.network
 def test_text_output_names_sink_and_verdict(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["inspect", DSV3, "--framework", "sglang==0.5.9", "--gpu", "sm120", "--tp", "8"])
+    argv = ["inspect", DSV3, "--framework", "sglang==0.5.9", "--gpu", "sm120", "--tp", "8"]
+    code = main([*argv, "--explain"])
     out = capsys.readouterr().out
     assert code == 0
     assert "one path selected" in out and "sgl_kernel.moe_fused_gate" in out
     assert "OEA verdict" in out and "\x1b[" not in out
+    assert out.index("selected: sgl_kernel.moe_fused_gate") < out.index("one path selected")
+
+
+@pytest.mark.network
+def test_the_answer_comes_first_in_fifteen_lines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GLM-5 on 0.5.23 / SM120 at 80 columns: the kernel, the decision that chose it and the
+    OEA verdict in the first 15 lines; the details only under --explain; --brief one line."""
+    monkeypatch.setenv("COLUMNS", "80")
+    glm5 = str(CONFIGS / "zai-org--GLM-5.json")
+    argv = ["inspect", glm5, "--framework", "sglang==0.5.23", "--gpu", "sm120", "--tp", "8"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 15, lines
+    text = "\n".join(lines)
+    assert "selected: sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel" in text
+    assert "chosen at moe/topk.py:2185  _jit_gate_ok → true" in text
+    assert "OEA: insertable after moe/topk.py:2962 in select_experts" in text
+    assert "OEA101" in text and "details: --explain" in lines[-1]
+    assert main([*argv, "--brief"]) == 0
+    (brief,) = capsys.readouterr().out.splitlines()
+    assert "selected" in brief and "_router_triton_kernel [triton]" in brief
 
 
 @pytest.mark.network
@@ -150,3 +211,51 @@ def test_json_is_deterministic() -> None:
     a = api.inspect(api.InspectRequest(model=DSV3, framework="sglang==0.5.12", gpu="sm120", tp=8))
     b = api.inspect(api.InspectRequest(model=DSV3, framework="sglang==0.5.12", gpu="sm120", tp=8))
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+@pytest.mark.network
+def test_a_model_the_release_does_not_serve_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """GLM-5 (GlmMoeDsaForCausalLM) first appears in SGLang 0.5.9: on 0.5.4 no model module's
+    EntryClass lists it (models/glm4_moe.py serves only Glm4MoeForCausalLM), so there is no
+    decode path to report: one line naming the architecture, exit 2."""
+    glm5 = str(CONFIGS / "zai-org--GLM-5.json")
+    code = main(["inspect", glm5, "--framework", "sglang==0.5.4", "--gpu", "sm120", "--tp", "8"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "GlmMoeDsaForCausalLM" in err
+
+
+@pytest.mark.network
+def test_a_model_build_that_raises_on_every_way_is_not_selected() -> None:
+    """DeepSeek-V3 bf16 on SGLang 0.5.4: building the model asks the quantization config of
+    None for its name (models/deepseek_v2.py:2902, determine_num_fused_shared_experts), so the
+    server does not start. The report says where, and selects no path."""
+    d = _dispatch(DSV3, "0.5.4", "sm120")
+    assert d["status"] != "selected"
+    (why,) = [n for n in d["incomplete"] if "the model's constructor" in n or "loader" in n]  # type: ignore[union-attr]
+    assert "raises AttributeError" in why and "sglang/srt/models/deepseek_v2.py:2902" in why
+
+
+def test_a_release_no_case_was_read_on_is_noted_not_downgraded() -> None:
+    from routescope.analysis.phases.dispatch import uncovered
+    from routescope.analysis.phases.frameworks import load_framework
+
+    rules = load_framework("sglang")
+    assert uncovered(rules, "0.5.23") == ""  # cases were read on it
+    note = uncovered(rules, "0.5.3")
+    assert note.startswith("no case in rules/frameworks/sglang.toml was read on sglang 0.5.3")
+
+
+@pytest.mark.network
+def test_a_forked_answer_is_shown_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-oss on 0.5.23 / SM120 forks on whether triton_kernels imports: the answer is printed
+    (what would decide it first), and the exit code says it is not one path."""
+    gpt_oss = str(CONFIGS / "openai--gpt-oss-120b.json")
+    argv = ["inspect", gpt_oss, "--framework", "sglang==0.5.23", "--gpu", "sm120", "--tp", "8"]
+    assert main(argv) == 2
+    out = capsys.readouterr().out
+    assert "forked:" in out and "would decide:" in out and "gpt_oss.py:103" in out
+    assert main([*argv, "--format", "json"]) == 2
+    assert json.loads(capsys.readouterr().out)["dispatch"]["status"] == "forked"

@@ -7,7 +7,8 @@ import json
 import typer
 
 from routescope import api
-from routescope.render import TextOrJson
+from routescope.errors import ExitCode
+from routescope.render import TextOrJson, text_summary
 from routescope.render.spec_text import spec_table
 from routescope.render.style import console
 from routescope.render.text_report import render_dispatch
@@ -29,7 +30,12 @@ def inspect(
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
     ep: int | None = typer.Option(None, "--ep", min=1, help="Expert-parallel size."),
     quant: str | None = typer.Option(
-        None, "--quant", help="bf16, fp8, nvfp4 (default: the checkpoint's)."
+        None,
+        "--quant",
+        help=(
+            "the framework's own quantization method (SGLang: a --quantization choice such as "
+            "fp8, modelopt_fp4), nvfp4 for modelopt_fp4, or bf16; default: the checkpoint's."
+        ),
     ),
     set_: list[str] = typer.Option([], "--set", help="Server argument KEY=VALUE (repeatable)."),
     env: list[str] = typer.Option([], "--env", help="Environment variable KEY=VALUE (repeatable)."),
@@ -45,8 +51,15 @@ def inspect(
         False, "--offline", help="Use only local caches (hub and framework source)."
     ),
     fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
+    explain: bool = typer.Option(
+        False, "--explain", help="After the answer: the model table, every decision and constraint."
+    ),
+    brief: bool = typer.Option(False, "--brief", help="One line per answer."),
 ) -> None:
-    """Show a model's routing facts and, with --framework, which top-k path runs during decode."""
+    """Show a model's routing facts and, with --framework, which top-k path runs during decode.
+
+    Exit 0: one path selected (or no --framework); 2: bad input, or the answer is not one path
+    (forked, unknown, or set-up that did not finish: the output says which)."""
     req = api.InspectRequest(
         model=model, framework=framework, framework_src=framework_src, gpu=gpu, tp=tp, ep=ep,
         quant=quant, server_args=api.parse_assignments(set_, "--set", literal=True),
@@ -54,14 +67,28 @@ def inspect(
         packages=api.parse_packages(package), offline=offline, revision=revision,
     )  # fmt: skip
     spec, doc = api.inspect_with_spec(req)
+    decided = doc.get("dispatch", {}).get("status", "selected") == "selected"
     if fmt is TextOrJson.json:
         typer.echo(json.dumps(doc, indent=2))
+        if not decided:
+            raise typer.Exit(ExitCode.ERROR)
         return
     out = console()
-    out.print(spec_table(spec))
-    if "dispatch" in doc:
+    if "dispatch" not in doc:  # no framework: the model's routing facts are the answer
+        out.print(spec_table(spec))
+        return
+    if brief:
+        typer.echo(text_summary.brief(doc))
+    else:
+        for line in text_summary.summary(doc, out.width):
+            out.print(line)
+    if explain and not brief:
+        out.print()
+        out.print(spec_table(spec))
         out.print()
         out.print(render_dispatch(doc))
+    if not decided:  # forked, unknown or provisional: the answer is shown, and it is not one
+        raise typer.Exit(ExitCode.ERROR)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,7 +19,9 @@ def patch(
     gpu: str = typer.Option("sm120", "--gpu", help="GPU profile id or alias."),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
     ep: int | None = typer.Option(None, "--ep", min=1, help="Expert-parallel size."),
-    quant: str | None = typer.Option(None, "--quant", help="bf16, fp8, nvfp4."),
+    quant: str | None = typer.Option(
+        None, "--quant", help="as for inspect: a --quantization choice, nvfp4 or bf16."
+    ),
     k0: int = typer.Option(5, "--k0", min=1, help="Experts every token keeps (OEA's k0)."),
     group_policy: str = typer.Option(
         "free", "--group-policy", help="free | within-selected-groups (OEA105)."

@@ -19,7 +19,12 @@ def report(
     gpu: str = typer.Option("sm120", "--gpu", help="GPU profile ids or aliases, comma-separated."),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
     quant: str | None = typer.Option(
-        None, "--quant", help="bf16, fp8, nvfp4 (default: the checkpoint's)."
+        None,
+        "--quant",
+        help=(
+            "the framework's own quantization method (SGLang: a --quantization choice such as "
+            "fp8, modelopt_fp4), nvfp4 for modelopt_fp4, or bf16; default: the checkpoint's."
+        ),
     ),
     offline: bool = typer.Option(False, "--offline", help="Use only local caches."),
     output: Path = typer.Option(..., "-o", "--output", help="The Markdown file to write."),

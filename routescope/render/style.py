@@ -16,5 +16,6 @@ def console(stderr: bool = False) -> Console:
         no_color=no_color,
         highlight=False,
         soft_wrap=False,
-        width=None if stream.isatty() else 120,
+        # a terminal's own width; piped, $COLUMNS when set (as rich reads it), else 120
+        width=None if stream.isatty() or "COLUMNS" in os.environ else 120,
     )

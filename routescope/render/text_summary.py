@@ -1,0 +1,141 @@
+"""Report -> the answer first: at most 15 lines a user reads in ten seconds (the deployment, the
+router kernel and the decision that chose it, the OEA verdict, for a fork what decides it);
+`--explain` prints the details after it, `--brief` one line per answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from routescope.report import sink_label
+
+SUMMARY_LINES = 15
+# the constraints that change what an OEA insertion must do, first
+_FIRST = ("OEA101", "OEA102", "OEA106", "OEA108", "OEA105")
+
+
+def _short(path: str) -> str:
+    return "/".join(path.split("/")[-2:])
+
+
+def _deployment(doc: dict[str, Any]) -> str:
+    dep = doc["deployment"]
+    quant = dep["quant"] or (doc.get("quantization") or {}).get("scheme") or "bf16"
+    return (
+        f"{doc['model']['ref']} · {dep['framework']} {dep['version'] or '(checkout)'} · "
+        f"{dep['gpu']['family']} ({dep['gpu']['device']}) · TP{dep['tp']} · {quant}"
+    )
+
+
+def _deciding(path: dict[str, Any]) -> dict[str, Any] | None:
+    """The decision that chose the kernel: the branch taken (a condition that held) closest
+    before the call into the kernel's launcher, in the function that makes that call."""
+    sink = path.get("sink")
+    if not sink:
+        return None
+    calls = [f for f in path["frames"] if f["function"] == sink["called_from"]]
+    if not calls or ":" not in str(calls[-1].get("called_at", "")):
+        return None
+    file, _, line = str(calls[-1]["called_at"]).rpartition(":")
+    before = [d for d in path["decisions"]
+              if d["file"] == file and d["line"] <= int(line) and d["value"] is True]  # fmt: skip
+    return max(before, key=lambda d: d["line"]) if before else None
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` in `width` columns, cut at a word with an ellipsis."""
+    if len(text) <= width:
+        return text
+    return text[: max(width - 1, 10)].rsplit(" ", 1)[0] + "…"
+
+
+def _would_decide(disp: dict[str, Any], n: int, width: int) -> list[str]:
+    """What decides a fork: what the user can set first (the server arguments), then the rest."""
+    undecided = sorted(disp["undecided"], key=lambda u: u.get("phase") != "server arguments")
+    out = []
+    for u in undecided[:n]:
+        where = f"  {_short(u['file'])}:{u['line']}  "
+        out.append(_cut(f"{where}{u['condition']}  ({u['undecided_because']})", width))
+    return out
+
+
+def _enum_name(value: str) -> str:
+    """`TopKOutputFormat.STANDARD` -> `STANDARD`; any other text as it is."""
+    return value.rsplit(".", 1)[-1] if value.replace(".", "").replace("_", "").isalnum() else value
+
+
+def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
+    """The answer in at most SUMMARY_LINES lines of `width` columns (a kernel name, a path,
+    is never cut; prose is cut at a word)."""
+    disp, verdict = doc["dispatch"], doc.get("verdict") or {}
+    out = [Text(_deployment(doc), style="bold")]
+    status = disp["status"]
+    selected = [p for p in disp["paths"] if p["selected"]] or disp["paths"][:1]
+    path = selected[0] if selected else None
+    sink = path["sink"] if path else None
+    if status in ("selected", "provisional") and path is not None:
+        t = Text(f"{status}: ", style="bold green" if status == "selected" else "bold yellow")
+        if sink:
+            t.append(f"{sink['name']} [{sink_label(sink)}]", style="magenta")
+            t.append(f" at {_short(sink['file'])}:{sink['line']}")
+        else:
+            t.append(path["stopped"] or "the router routes nothing here; the MoE kernel routes")
+        out.append(t)
+        d = _deciding(path)
+        if d is not None:
+            word = {True: "true", False: "false", None: "unknown"}[d["value"]]
+            where = f"  chosen at {_short(d['file'])}:{d['line']}  "
+            tail = f" → {word}"
+            cond = _cut(d["condition"], width - len(where) - len(tail))
+            out.append(Text(where + cond + tail, style="dim"))
+    elif status == "forked":
+        ends = sorted({(p["sink"] or {}).get("name") or "no kernel" for p in disp["paths"]})
+        out.append(Text(f"forked: {len(disp['paths'])} paths, ending in " + ", ".join(
+            e.split(":")[-1] for e in ends), style="bold yellow"))  # fmt: skip
+        out.append(Text("would decide:", style="yellow"))
+        out.extend(Text(line, style="yellow") for line in _would_decide(disp, 4, width))
+    else:
+        why = path["stopped"] if path else "no path"
+        out.append(Text(f"unknown: {why[:140]}", style="bold red"))
+    router = disp.get("router") or {}
+    shown = [f"{k}={_cut(_enum_name(router[k]['value']), 24)}"
+             for k in ("top_k", "output_format", "runner_backend") if k in router]  # fmt: skip
+    if shown:
+        out.append(Text("router: " + ", ".join(shown)))
+    if disp["incomplete"]:
+        out.append(Text(_cut(f"did not finish: {disp['incomplete'][0]}", 3 * width),
+                        style="yellow"))  # fmt: skip
+    if verdict:
+        out.extend(_verdict(verdict, width))
+    return [*out[: SUMMARY_LINES - 1], Text("details: --explain", style="dim")]
+
+
+def _verdict(v: dict[str, Any], width: int) -> list[Text]:
+    if not v.get("insertable"):
+        why = _cut(f"OEA: not insertable: {v.get('why', '')}", 2 * width)
+        return [Text(why, style="bold yellow")]
+    point = v.get("insertion_point") or {}
+    fn = str(point.get("function", "")).split(":")[-1]
+    out = [Text(f"OEA: insertable after {_short(point.get('file', ''))}:"
+                f"{point.get('insert_after_line', point.get('line', ''))} in {fn}",
+                style="bold green")]  # fmt: skip
+    by_id = {c["id"]: c for c in v.get("constraints", [])}
+    for cid in _FIRST:
+        c = by_id.get(cid)
+        if c is not None and len(out) < 5:
+            out.append(Text(_cut(f"  {cid} {c['finding']}", width)))
+    return out
+
+
+def brief(doc: dict[str, Any]) -> str:
+    """One line: model, deployment, status, kernel, OEA."""
+    disp, verdict = doc["dispatch"], doc.get("verdict") or {}
+    path = next((p for p in disp["paths"] if p["selected"]), None)
+    kernel = (
+        f"{path['sink']['name']} [{sink_label(path['sink'])}]"
+        if path and path["sink"]
+        else f"{len(disp['paths'])} paths"
+    )
+    oea = "OEA insertable" if verdict.get("insertable") else "OEA not insertable"
+    return f"{_deployment(doc)}: {disp['status']}: {kernel}; {oea}"
