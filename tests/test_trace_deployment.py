@@ -259,3 +259,27 @@ def test_a_forked_answer_is_shown_and_exits_2(capsys: pytest.CaptureFixture[str]
     assert "forked:" in out and "would decide:" in out and "gpt_oss.py:103" in out
     assert main([*argv, "--format", "json"]) == 2
     assert json.loads(capsys.readouterr().out)["dispatch"]["status"] == "forked"
+
+
+@pytest.mark.network
+def test_inspect_markdown_is_the_reports_renderer(capsys: pytest.CaptureFixture[str]) -> None:
+    from routescope.render.markdown import render
+
+    argv = ["inspect", DSV3, "--framework", "sglang==0.5.9", "--gpu", "sm120", "--tp", "8"]
+    assert main([*argv, "--format", "markdown"]) == 0
+    doc = api.inspect(api.InspectRequest(model=DSV3, framework="sglang==0.5.9", gpu="sm120", tp=8))
+    assert capsys.readouterr().out == render(doc)
+
+
+@pytest.mark.network
+def test_report_takes_the_deployment_options_inspect_takes(tmp_path: object) -> None:
+    from pathlib import Path
+
+    out = Path(str(tmp_path)) / "r.md"
+    argv = ["report", DSV3, "--framework", "sglang==0.5.23", "--gpu", "sm120", "--tp", "8",
+            "--set", "disable_shared_experts_fusion=True", "-o", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    text = out.read_text()
+    assert "disable_shared_experts_fusion" in text
+    argv[-3:-2] = ["moe_runner_backend=warp"]
+    assert main(argv) == 2  # checked against the release's declared choices, as inspect does

@@ -8,7 +8,7 @@ import typer
 
 from routescope import api
 from routescope.errors import ExitCode
-from routescope.render import TextOrJson, text_summary
+from routescope.render import ReportFormat, text_summary
 from routescope.render.spec_text import spec_table
 from routescope.render.style import console
 from routescope.render.text_report import render_dispatch
@@ -50,7 +50,9 @@ def inspect(
     offline: bool = typer.Option(
         False, "--offline", help="Use only local caches (hub and framework source)."
     ),
-    fmt: TextOrJson = typer.Option(TextOrJson.text, "--format", help="Output format."),
+    fmt: ReportFormat = typer.Option(
+        ReportFormat.text, "--format", help="text (the answer first), json, or markdown."
+    ),
     explain: bool = typer.Option(
         False, "--explain", help="After the answer: the model table, every decision and constraint."
     ),
@@ -68,8 +70,13 @@ def inspect(
     )  # fmt: skip
     spec, doc = api.inspect_with_spec(req)
     decided = doc.get("dispatch", {}).get("status", "selected") == "selected"
-    if fmt is TextOrJson.json:
-        typer.echo(json.dumps(doc, indent=2))
+    if fmt is not ReportFormat.text:
+        if fmt is ReportFormat.json:
+            typer.echo(json.dumps(doc, indent=2))
+        else:  # the report's own renderer, for one model (its routing facts without a framework)
+            from routescope.render.markdown import render
+
+            typer.echo(render(doc), nl=False)
         if not decided:
             raise typer.Exit(ExitCode.ERROR)
         return

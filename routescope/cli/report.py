@@ -18,6 +18,7 @@ def report(
     ),
     gpu: str = typer.Option("sm120", "--gpu", help="GPU profile ids or aliases, comma-separated."),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
+    ep: int | None = typer.Option(None, "--ep", min=1, help="Expert-parallel size."),
     quant: str | None = typer.Option(
         None,
         "--quant",
@@ -26,15 +27,35 @@ def report(
             "fp8, modelopt_fp4), nvfp4 for modelopt_fp4, or bf16; default: the checkpoint's."
         ),
     ),
+    set_: list[str] = typer.Option([], "--set", help="Server argument KEY=VALUE (repeatable)."),
+    env: list[str] = typer.Option([], "--env", help="Environment variable KEY=VALUE (repeatable)."),
+    package: list[str] = typer.Option(
+        [],
+        "--package",
+        help="Optional package NAME=true|false: whether it imports on the server (repeatable).",
+    ),
     offline: bool = typer.Option(False, "--offline", help="Use only local caches."),
     output: Path = typer.Option(..., "-o", "--output", help="The Markdown file to write."),
 ) -> None:
-    """Write one Markdown report for several models and GPUs, with a matrix table on top."""
+    """Write one Markdown report for several models and GPUs, with a matrix table on top.
+    Every deployment option `inspect` takes applies to each model x GPU."""
     gpus = [g.strip() for g in gpu.split(",") if g.strip()]
+    server_args = api.parse_assignments(set_, "--set", literal=True)
+    env_vars = api.parse_assignments(env, "--env", literal=False)
+    packages = api.parse_packages(package)
     docs = [
         api.inspect(
             api.InspectRequest(
-                model=m, framework=framework, gpu=g, tp=tp, quant=quant, offline=offline
+                model=m,
+                framework=framework,
+                gpu=g,
+                tp=tp,
+                ep=ep,
+                quant=quant,
+                server_args=server_args,
+                env=env_vars,
+                packages=packages,
+                offline=offline,
             )
         )
         for m in models
