@@ -14,12 +14,14 @@ from routescope.oea.config import GroupPolicy, RouterConfig
 from routescope.patch import call as C
 from routescope.patch import diff
 from routescope.patch.codemod import insert_call
-from routescope.patch.framework_oea import ENV
 from routescope.patch.header import render_header
 
 # the decode flag the patched call guards on, and where the framework keeps it
 _FLAG = "get_is_capture_mode"
 _FLAG_DIR = "sglang/srt/model_executor/"
+# the variable that turns the patched call on; framework_oea.py (copied as it is into the
+# framework, and importing torch) holds the same literal, checked by tests/patch
+ENV = "SGLANG_OEA_K0"
 _TEMPLATE_FLAG_MODULE = "sglang.srt.model_executor.cuda_graph_runner"  # framework_oea.py's import
 _FRAMEWORK = re.compile(r"^sglang==([\w.\-+]+)$")
 

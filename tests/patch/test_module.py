@@ -89,3 +89,23 @@ def test_added_file_diff() -> None:
         "diff --git a/p/m.py b/p/m.py\nnew file mode 100644\n--- /dev/null\n+++ b/p/m.py\n"
         "@@ -0,0 +1,1 @@\n+x = 1\n"
     )
+
+
+def test_the_flag_the_patch_names_is_the_modules() -> None:
+    from routescope.patch.build import ENV
+
+    assert F.ENV == ENV
+
+
+def test_building_a_patch_needs_no_torch() -> None:
+    """The core install has no torch: the patch builder reads the module it adds as text."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # `import torch` now raises ImportError
+        "import routescope.cli.patch, routescope.patch.build\n"
+        "assert 'torch' not in [m for m, v in sys.modules.items() if v is not None]\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
