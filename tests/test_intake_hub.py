@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -88,6 +89,11 @@ def fake_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeHub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    try:  # a network namespace of its own (unshare -rn) leaves loopback down until `ip link`
+        socket.create_connection(server.server_address[:2], timeout=2).close()
+    except OSError as exc:
+        server.shutdown()
+        pytest.skip(f"the fake hub needs loopback ({exc}): ip link set lo up")
     url = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setenv("HF_ENDPOINT", url)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
