@@ -7,6 +7,11 @@ Cold = an empty ROUTESCOPE_CACHE (the transformers defaults and the framework so
 and built); warm = the same cache again, where an unchanged trace is read back from the report
 cache; "traced again" = a warm source cache with the report cache off (ROUTESCOPE_TRACE_CACHE=0),
 i.e. what a new model or deployment costs. Prints a markdown table: median and max seconds.
+
+--baseline DIR: an A/B in the same run. DIR is another checkout of routescope (e.g. `git
+worktree add DIR <commit>`); each "traced again" run of this checkout is followed by one of DIR's
+(the same interpreter, the same warm source cache, its own code and rules), and the table gains
+the baseline's median and the ratio. Only the traced-again column is compared: it is the trace.
 """
 
 from __future__ import annotations
@@ -41,14 +46,14 @@ CASES = [
 PYTHON = sys.executable  # --python: another install (the core one has no torch, imports faster)
 
 
-def run(args: list[str], cache: str, trace_cache: bool = True) -> float:
+def run(args: list[str], cache: str, trace_cache: bool = True, root: Path = ROOT) -> float:
     env = dict(os.environ, ROUTESCOPE_CACHE=cache, NO_COLOR="1",
                ROUTESCOPE_TRACE_CACHE="1" if trace_cache else "0")  # fmt: skip
     cmd = [PYTHON, "-m", "routescope", "inspect", *args, "--tp", "8", "--format", "json"]
     if "--framework" not in args:
         cmd = [*cmd[:-4], "--format", "json"]  # intake only: no --tp
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
@@ -61,11 +66,18 @@ def main() -> int:
     parser.add_argument("--skip-cold", action="store_true")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--only", default="", help="run only cases whose name contains this")
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout to A/B")
     opts = parser.parse_args()
     global PYTHON
     PYTHON = opts.python
-    print("| case | cold (s) | warm median (s) | warm max (s) | traced again, median (s) |")
-    print("|---|---:|---:|---:|---:|")
+    base: Path | None = opts.baseline.resolve() if opts.baseline else None
+    head = "| case | cold (s) | warm median (s) | warm max (s) | traced again, median (s) |"
+    rule = "|---|---:|---:|---:|---:|"
+    if base is not None:
+        head += " baseline traced again (s) | this / baseline |"
+        rule += "---:|---:|"
+    print(head)
+    print(rule)
     for name, args in CASES:
         if opts.only not in name:
             continue
@@ -74,9 +86,18 @@ def main() -> int:
             if opts.skip_cold:
                 run(args, cache)  # fill the cache
             warm = [run(args, cache) for _ in range(opts.runs)]
-            again = [run(args, cache, trace_cache=False) for _ in range(opts.runs)]
-        print(f"| {name} | {cold} | {statistics.median(warm):.2f} | {max(warm):.2f} "
-              f"| {statistics.median(again):.2f} |")  # fmt: skip
+            again: list[float] = []
+            before: list[float] = []
+            for _ in range(opts.runs):  # interleaved, so load on the machine hits both alike
+                again.append(run(args, cache, trace_cache=False))
+                if base is not None:
+                    before.append(run(args, cache, trace_cache=False, root=base))
+        line = (f"| {name} | {cold} | {statistics.median(warm):.2f} | {max(warm):.2f} "
+                f"| {statistics.median(again):.2f} |")  # fmt: skip
+        if base is not None:
+            ratio = statistics.median(again) / statistics.median(before)
+            line += f" {statistics.median(before):.2f} | {ratio:.2f} |"
+        print(line)
     return 0
 
 

@@ -7,6 +7,7 @@ and a deployment, and the decode path that a reading of the source established. 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -26,7 +27,11 @@ def _cases() -> list[Any]:
             cid = f"{name}-{case['version']}-{model}-{case['gpu']}"
             marks = [pytest.mark.network]
             if "known_gap" in case:
+                # a strict expected failure, so a fix shows; each costs a trace that runs out
+                # its budget, so they run when asked (ROUTESCOPE_KNOWN_GAPS=1)
                 marks.append(pytest.mark.xfail(reason=case["known_gap"], strict=True))
+                if os.environ.get("ROUTESCOPE_KNOWN_GAPS") != "1":
+                    marks.append(pytest.mark.skip(reason="a known gap (ROUTESCOPE_KNOWN_GAPS=1)"))
             params.append(pytest.param(name, case, id=cid, marks=marks))
     return params
 

@@ -140,7 +140,7 @@ def trace_serving(
     (the code reads state of a running worker no phase builds, or the deployment really
     fails there: both are noted), it is traced again going on past the calls that raise.
     Not `as_served` (a layer routescope staged without the weights loading would give it),
-    the raise is noted without making the answer incomplete."""
+    the raise is noted without making the answer incomplete, and nothing past it is traced."""
     traced = trace_call(engine, fn, args, kwargs, start=start)
     if not traced or any(p.outcome != "raise" for p in traced):
         return traced
@@ -148,12 +148,17 @@ def trace_serving(
         at = p.end.raised_at if p.end is not None else None
         where = f" at {at[0]}:{at[1]} in {at[2]}" if at else ""
         (engine.fatal if as_served else engine.staged).append(
-            f"{what} did not finish: every way through raises {p.result}{where}; traced on "
-            "past the call that raises to show what follows"
-            + ("" if as_served else " (the layer is traced without its loaded weights)")
+            f"{what} did not finish: every way through raises {p.result}{where}"
+            + (
+                "; traced on past the call that raises to show what follows"
+                if as_served
+                else " (the layer is traced without its loaded weights)"
+            )
         )
         if p.end is not None:
             engine.raises.append((what, p.end))
+    if not as_served:  # a staged layer: what follows its raise is not what the server runs
+        return traced
     engine.tolerant = True
     try:
         return trace_call(engine, fn, args, kwargs, start=start)
