@@ -521,3 +521,29 @@ def test_an_attribute_a_constant_lacks_raises(tmp_path: Path) -> None:
         Const(None),
     )
     assert returned(paths) == ["raised"]
+
+
+def test_a_comprehension_filter_the_facts_do_not_decide_keeps_the_item_perhaps(
+    tmp_path: Path,
+) -> None:
+    # found on sglang 0.5.19 (arg_groups/overrides.py:259-263, a dict comprehension filtered on
+    # `getattr(server_args, name) is not previous`): one undecided filter made the whole dict
+    # unknown, and every later read of the declaration stash forked
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        def main(flag):
+            d = {k: v for k, v in (("a", 1), ("b", 2)) if k == "a" or flag}
+            xs = [v for v in (1, 2, 3) if v != 2 or flag]
+            return "a" in d, "c" in d, "b" in d, xs[0], xs[1]
+    """
+        },
+        Unknown("flag", kind=UnknownKind.INPUT),
+    )
+    (path,) = paths
+    a, c, b, first, second = path.value.items  # type: ignore[attr-defined]
+    assert (a, c, first) == (Const(True), Const(False), Const(1)) or (
+        (a.value, c.value, first.value) == (True, False, 1)
+    )
+    assert isinstance(b, Unknown) and isinstance(second, Unknown)  # "b" and 2 are perhaps there

@@ -6,10 +6,20 @@ import ast
 from typing import cast
 
 from routescope.analysis.engine.base import EngineBase, Paths
-from routescope.analysis.engine.containers import SEQ_LIMIT, ListVal, new_dict, new_set, new_tuple
+from routescope.analysis.engine.containers import (
+    SEQ_LIMIT,
+    UNHASHABLE,
+    UNTOLD,
+    ListVal,
+    key_of,
+    new_dict,
+    new_set,
+    new_tuple,
+)
 from routescope.analysis.engine.contents import iteration, truth_in
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
+    OpenKeys,
     Unknown,
     UnknownKind,
     Value,
@@ -36,31 +46,55 @@ class ComprehensionsMixin(EngineBase):
             env.update(saved)
         if isinstance(got, Unknown):
             return [(st, got)]
+        return [(st, self._built(node, cast(list[tuple[object, bool]], got)))]
+
+    def _built(self, node: ast.expr, got: list[tuple[object, bool]]) -> Value:
+        """The comprehension's value from its items, each with whether a filter the facts do
+        not decide kept it (perhaps there): a dict then holds those keys perhaps (OpenKeys), a
+        list those items perhaps (Seq.maybe); a set or a generator of such items is unknown."""
+        why = Unknown("comprehension filter", kind=UnknownKind.UNSUPPORTED)
+        perhaps = [item for item, maybe in got if maybe]
         if isinstance(node, ast.DictComp):
-            return [(st, new_dict(cast(list[tuple[Value, Value]], got)))]
-        vals = [cast(Value, v) for v in got]
+            pairs = [cast(tuple[Value, Value], item) for item, maybe in got if not maybe]
+            if not perhaps:
+                return new_dict(pairs)
+            keys = {key_of(cast(tuple[Value, Value], item)[0]) for item in perhaps}
+            sure = {key_of(k) for k, _ in pairs}
+            if any(k in (UNTOLD, UNHASHABLE) for k in keys) or keys & sure:
+                return why
+            return new_dict(pairs, OpenKeys(frozenset(keys), "a comprehension filter"))
+        if isinstance(node, ast.ListComp) and perhaps:
+            return ListVal(None, why, [(cast(Value, item), maybe) for item, maybe in got])
+        if perhaps:
+            return why
+        vals = [cast(Value, v) for v, _ in got]
         if isinstance(node, ast.ListComp):
-            return [(st, ListVal(vals))]
+            return ListVal(vals)
         if isinstance(node, ast.SetComp):
-            return [(st, new_set(vals))]
-        return [(st, new_tuple(vals))]  # a generator, read as the items it yields
+            return new_set(vals)
+        return new_tuple(vals)  # a generator, read as the items it yields
 
     ev_SetComp = ev_DictComp = ev_GeneratorExp = ev_ListComp
 
     def _comprehend(
-        self, st: PathState, node: ast.expr, gens: list[ast.comprehension], out: list[object]
+        self,
+        st: PathState,
+        node: ast.expr,
+        gens: list[ast.comprehension],
+        out: list[object],
+        maybe: bool = False,
     ) -> list[object] | Unknown:
         if not gens:
             if isinstance(node, ast.DictComp):
                 k, v = self.single(st, node.key), self.single(st, node.value)
                 if k is None or v is None:
                     return Unknown("comprehension item", kind=UnknownKind.UNSUPPORTED)
-                out.append((k, v))
+                out.append(((k, v), maybe))
             else:
                 elt = self.single(st, node.elt)  # type: ignore[attr-defined]
                 if elt is None:
                     return Unknown("comprehension item", kind=UnknownKind.UNSUPPORTED)
-                out.append(elt)
+                out.append((elt, maybe))
             return out
         gen = gens[0]
         it = self.single(st, gen.iter)
@@ -73,17 +107,20 @@ class ComprehensionsMixin(EngineBase):
             )
         for item in items:
             self.assign(st, gen.target, item)
-            keep = True
+            keep, perhaps = True, maybe
             for cond in gen.ifs:
                 c = self.single(st, cond)
-                t = truth_in(st, c) if c is not None else None
-                if t is None:
+                if c is None:  # evaluating the filter forks the path
                     return Unknown("comprehension filter", kind=UnknownKind.UNSUPPORTED)
+                t = truth_in(st, c)
+                if t is None:  # the facts do not decide it: the item is perhaps there
+                    perhaps = True
+                    continue
                 keep = keep and t
                 if not keep:
                     break
             if keep:
-                got = self._comprehend(st, node, gens[1:], out)
+                got = self._comprehend(st, node, gens[1:], out, perhaps)
                 if isinstance(got, Unknown):
                     return got
         return out

@@ -311,14 +311,15 @@ class ExprMixin(EngineBase):
                 return items[at]
             return raises("IndexError", "list index out of range")
         layout = layout_of(obj, st)
-        if (
-            layout is not None
-            and 0 <= at < len(layout)
-            and not any(perhaps for _, perhaps in layout[: at + 1])
-        ):
-            return layout[at][0]
         why = st.contents(obj).why or Unknown("an item of a list of unknown length")
-        return may_raise("IndexError", unknown_from("an item of a list of unknown length", why))
+        got = unknown_from("an item of a list of unknown length", why)
+        if layout is not None:
+            sure = sum(1 for _, perhaps in layout if not perhaps)
+            if 0 <= at < len(layout) and not any(p for _, p in layout[: at + 1]):
+                return layout[at][0]
+            if -sure <= at < sure:  # there on every way, which item it is depends
+                return got
+        return may_raise("IndexError", got)
 
     def _surely_in(self, st: PathState, d: DictVal, key: Value) -> bool:
         return contains(st, d, key) is True
