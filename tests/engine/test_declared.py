@@ -16,7 +16,8 @@ def _declared(tmp_path: Path, source: str) -> dict[str, tuple[object, ...]]:
     engine = Engine(make_tree(tmp_path, {"args.py": source}), Facts())
     cls = resolve_entry(engine, "fw.args:ServerArgs")
     assert isinstance(cls, ClassVal)
-    return {k: d.choices for k, d in declared_choices(engine, cls).items()}
+    wanted = {"quantization", "tp_size", "moe_runner_backend", "other"}
+    return {k: d.choices for k, d in declared_choices(engine, cls, wanted).items()}
 
 
 def test_a_dataclass_fields_arg_choices(tmp_path: Path) -> None:
@@ -55,3 +56,10 @@ def test_argparse_add_argument_choices(tmp_path: Path) -> None:
     """,
     )
     assert got == {"moe_runner_backend": ("auto", "triton")}  # unknown choices: nothing checked
+
+
+def test_a_deployment_that_sets_nothing_reads_no_declarations(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path, {"args.py": "class ServerArgs:\n    x: int = 1\n"})
+    engine = Engine(tree, Facts())
+    cls = resolve_entry(engine, "fw.args:ServerArgs")
+    assert isinstance(cls, ClassVal) and declared_choices(engine, cls, set()) == {}

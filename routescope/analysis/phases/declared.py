@@ -29,13 +29,16 @@ class Declared:
         return ", ".join(str(c) for c in self.choices)
 
 
-def declared_choices(engine: Engine, cls: ClassVal) -> dict[str, Declared]:
-    """Every server argument of `cls` (and its bases) that declares its choices; an argument
-    whose choices the source does not give as known values is left out (nothing to check)."""
+def declared_choices(engine: Engine, cls: ClassVal, wanted: set[str]) -> dict[str, Declared]:
+    """The server arguments in `wanted` that `cls` (or a base) declares choices for; one whose
+    choices the source does not give as known values is left out (nothing to check). Only the
+    arguments a deployment sets are read: a trace that sets none pays nothing."""
     out: dict[str, Declared] = {}
+    if not wanted:
+        return out
     for c in cls.mro():
         for name, ann in c.annotations.items():
-            if name in out:
+            if name in out or name not in wanted:
                 continue
             if isinstance(ann, ast.expr):
                 if c.module is None:
@@ -50,7 +53,7 @@ def declared_choices(engine: Engine, cls: ClassVal) -> dict[str, Declared]:
         if c.node is not None and c.module is not None:
             for call in _add_argument_calls(c.node):
                 dest = _dest(call)
-                if dest is not None and dest not in out:
+                if dest in wanted and dest not in out:
                     found = _choices_in(engine, c, call)
                     if found is not None:
                         out[dest] = Declared(dest, found[0], f"{c.module.relpath}:{found[1]}")

@@ -51,7 +51,9 @@ def server_arguments(
             names["model"]: Const(root, ("the model",)),
             names["tp"]: Const(dep.tp, ("--tp",)),
         }
-        declared = declared_choices(engine, cls)
+        declared = declared_choices(
+            engine, cls, {*dep.server_args, *([names["quant"]] if dep.quant else [])}
+        )
         quant = _quant_method(dep.quant, sa_rules, declared.get(names.get("quant", "")))
         if quant is not None:
             given[names["quant"]] = Const(quant, ("--quant",))
