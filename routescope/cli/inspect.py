@@ -7,6 +7,7 @@ import json
 import typer
 
 from routescope import api
+from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
 from routescope.errors import ExitCode
 from routescope.render import ReportFormat, text_summary
 from routescope.render.spec_text import spec_table
@@ -32,17 +33,14 @@ def inspect(
     quant: str | None = typer.Option(
         None,
         "--quant",
-        help=(
-            "the framework's own quantization method (SGLang: a --quantization choice such as "
-            "fp8, modelopt_fp4), nvfp4 for modelopt_fp4, or bf16; default: the checkpoint's."
-        ),
+        help=QUANT_HELP,
     ),
-    set_: list[str] = typer.Option([], "--set", help="Server argument KEY=VALUE (repeatable)."),
-    env: list[str] = typer.Option([], "--env", help="Environment variable KEY=VALUE (repeatable)."),
+    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    env: list[str] = typer.Option([], "--env", help=ENV_HELP),
     package: list[str] = typer.Option(
         [],
         "--package",
-        help="Optional package NAME=true|false: whether it imports on the server (repeatable).",
+        help=PACKAGE_HELP,
     ),
     revision: str | None = typer.Option(
         None, "--revision", help="Hub revision (branch, tag, commit)."
@@ -64,9 +62,7 @@ def inspect(
     (forked, unknown, or set-up that did not finish: the output says which)."""
     req = api.InspectRequest(
         model=model, framework=framework, framework_src=framework_src, gpu=gpu, tp=tp, ep=ep,
-        quant=quant, server_args=api.parse_assignments(set_, "--set", literal=True),
-        env=api.parse_assignments(env, "--env", literal=False),
-        packages=api.parse_packages(package), offline=offline, revision=revision,
+        quant=quant, offline=offline, revision=revision, **deployment(set_, env, package),
     )  # fmt: skip
     spec, doc = api.inspect_with_spec(req)
     decided = doc.get("dispatch", {}).get("status", "selected") == "selected"

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from routescope import api
+from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
 from routescope.fsutil import atomic_write_text
 from routescope.render.report_md import render_matrix
 
@@ -22,17 +23,14 @@ def report(
     quant: str | None = typer.Option(
         None,
         "--quant",
-        help=(
-            "the framework's own quantization method (SGLang: a --quantization choice such as "
-            "fp8, modelopt_fp4), nvfp4 for modelopt_fp4, or bf16; default: the checkpoint's."
-        ),
+        help=QUANT_HELP,
     ),
-    set_: list[str] = typer.Option([], "--set", help="Server argument KEY=VALUE (repeatable)."),
-    env: list[str] = typer.Option([], "--env", help="Environment variable KEY=VALUE (repeatable)."),
+    set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+    env: list[str] = typer.Option([], "--env", help=ENV_HELP),
     package: list[str] = typer.Option(
         [],
         "--package",
-        help="Optional package NAME=true|false: whether it imports on the server (repeatable).",
+        help=PACKAGE_HELP,
     ),
     offline: bool = typer.Option(False, "--offline", help="Use only local caches."),
     output: Path = typer.Option(..., "-o", "--output", help="The Markdown file to write."),
@@ -40,9 +38,7 @@ def report(
     """Write one Markdown report for several models and GPUs, with a matrix table on top.
     Every deployment option `inspect` takes applies to each model x GPU."""
     gpus = [g.strip() for g in gpu.split(",") if g.strip()]
-    server_args = api.parse_assignments(set_, "--set", literal=True)
-    env_vars = api.parse_assignments(env, "--env", literal=False)
-    packages = api.parse_packages(package)
+    flags = deployment(set_, env, package)
     docs = [
         api.inspect(
             api.InspectRequest(
@@ -52,10 +48,8 @@ def report(
                 tp=tp,
                 ep=ep,
                 quant=quant,
-                server_args=server_args,
-                env=env_vars,
-                packages=packages,
                 offline=offline,
+                **flags,
             )
         )
         for m in models

@@ -16,14 +16,15 @@ _WORD = {True: "true", False: "false", None: "unknown"}
 _STYLE = {True: "green", False: "red", None: "yellow"}
 
 
-def _short(path: str) -> str:
+def short_path(path: str) -> str:
+    """A source path as the terminal shows it: its last two parts (moe/topk.py)."""
     return "/".join(path.split("/")[-2:])
 
 
 def _decision(d: dict[str, Any]) -> Text:
     value = d["value"]
     t = Text()
-    t.append(f"{_short(d['file'])}:{d['line']}  ", style="dim")
+    t.append(f"{short_path(d['file'])}:{d['line']}  ", style="dim")
     t.append(d["condition"][:160])
     t.append(f"  → {_WORD[value]}", style=f"bold {_STYLE[value]}")
     if value is None:
@@ -55,7 +56,7 @@ def path_tree(path: dict[str, Any], title: str) -> Tree:
         t = Text("→ sink ", style="bold")
         t.append(sink["name"], style="bold magenta")
         t.append(
-            f"  [{sink_label(sink)}]  called at {_short(sink['file'])}:{sink['line']}",
+            f"  [{sink_label(sink)}]  called at {short_path(sink['file'])}:{sink['line']}",
             style="magenta",
         )
         if sink.get("args"):  # how a fused MoE kernel is told to route
@@ -114,7 +115,7 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
     if disp["undecided"]:
         parts.append(Text("would decide:", style="bold yellow"))
         for u in disp["undecided"]:
-            parts.append(Text(f"  {_short(u['file'])}:{u['line']}  {u['condition'][:120]}  "
+            parts.append(Text(f"  {short_path(u['file'])}:{u['line']}  {u['condition'][:120]}  "
                               f"({u['undecided_because']})", style="yellow"))  # fmt: skip
     for note in disp["notes"]:
         parts.append(Text(f"note: {note}", style="dim"))

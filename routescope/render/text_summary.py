@@ -8,15 +8,12 @@ from typing import Any
 
 from rich.text import Text
 
+from routescope.render.text_report import short_path
 from routescope.report import sink_label
 
 SUMMARY_LINES = 15
 # the constraints that change what an OEA insertion must do, first
 _FIRST = ("OEA101", "OEA102", "OEA106", "OEA108", "OEA105")
-
-
-def _short(path: str) -> str:
-    return "/".join(path.split("/")[-2:])
 
 
 def _deployment(doc: dict[str, Any]) -> str:
@@ -55,7 +52,7 @@ def _would_decide(disp: dict[str, Any], n: int, width: int) -> list[str]:
     undecided = sorted(disp["undecided"], key=lambda u: u.get("phase") != "server arguments")
     out = []
     for u in undecided[:n]:
-        where = f"  {_short(u['file'])}:{u['line']}  "
+        where = f"  {short_path(u['file'])}:{u['line']}  "
         out.append(_cut(f"{where}{u['condition']}  ({u['undecided_because']})", width))
     return out
 
@@ -78,14 +75,14 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
         t = Text(f"{status}: ", style="bold green" if status == "selected" else "bold yellow")
         if sink:
             t.append(f"{sink['name']} [{sink_label(sink)}]", style="magenta")
-            t.append(f" at {_short(sink['file'])}:{sink['line']}")
+            t.append(f" at {short_path(sink['file'])}:{sink['line']}")
         else:
             t.append(path["stopped"] or "the router routes nothing here; the MoE kernel routes")
         out.append(t)
         d = _deciding(path)
         if d is not None:
             word = {True: "true", False: "false", None: "unknown"}[d["value"]]
-            where = f"  chosen at {_short(d['file'])}:{d['line']}  "
+            where = f"  chosen at {short_path(d['file'])}:{d['line']}  "
             tail = f" → {word}"
             cond = _cut(d["condition"], width - len(where) - len(tail))
             out.append(Text(where + cond + tail, style="dim"))
@@ -117,7 +114,7 @@ def _verdict(v: dict[str, Any], width: int) -> list[Text]:
         return [Text(why, style="bold yellow")]
     point = v.get("insertion_point") or {}
     fn = str(point.get("function", "")).split(":")[-1]
-    out = [Text(f"OEA: insertable after {_short(point.get('file', ''))}:"
+    out = [Text(f"OEA: insertable after {short_path(point.get('file', ''))}:"
                 f"{point.get('insert_after_line', point.get('line', ''))} in {fn}",
                 style="bold green")]  # fmt: skip
     by_id = {c["id"]: c for c in v.get("constraints", [])}
