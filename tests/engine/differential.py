@@ -24,9 +24,11 @@ the engine's representation is absorbed there; the engine's entry points are imp
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.abc
 import importlib.util
+import re
 import shutil
 import signal
 import sys
@@ -638,6 +640,37 @@ def check_program(program: Program, known_runs: int = 3, seed: int = 0,
         shutil.rmtree(root, ignore_errors=True)
         report.seconds = time.perf_counter() - start
     return report
+
+
+def program_from_text(text: str) -> Program:
+    """A program as `Program.describe()` (and the campaign's failure files) writes it."""
+    files: list[tuple[str, str]] = []
+    meta: dict[str, str] = {}
+    for chunk in re.split(r"(?m)^# ---- fw/", text)[1:]:
+        name, _, body = chunk.partition("\n")
+        code = [line for line in body.splitlines() if not line.startswith("# ")]
+        files.append((name.strip(), "\n".join(code).strip("\n") + "\n"))
+    for line in text.splitlines():
+        for key in ("inputs", "unknown-input check", "features"):
+            if line.startswith(f"# {key}"):
+                meta.setdefault(key, line[len(key) + 2 :].lstrip(": "))
+    domains = tuple(
+        tuple(ast.literal_eval(m.group(2)))
+        for m in re.finditer(r"(\w+): (\[.*?\])(?=, \w+: \[|$)", meta["inputs"])
+    )
+    unknown_part, _, fixed_part = meta["unknown-input check"].partition(", fixed ")
+    unknown_names = set(ast.literal_eval(unknown_part.removeprefix("unknown ")))
+    fixed = ast.literal_eval(fixed_part)
+    return Program(
+        files=tuple(files),
+        kinds=("any",) * len(INPUTS),
+        domains=domains,
+        unknown=tuple(n in unknown_names for n in INPUTS),
+        fixed=tuple(
+            d.index(fixed[n]) if n in fixed else 0 for n, d in zip(INPUTS, domains, strict=True)
+        ),
+        features=frozenset(f.strip() for f in meta.get("features", "").split(",") if f.strip()),
+    )
 
 
 # --- reducing a failing program -----------------------------------------------------------------
