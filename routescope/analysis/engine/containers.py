@@ -261,14 +261,6 @@ def key_of(v: Value) -> Hashable:
     return UNTOLD
 
 
-def new_list(items: Iterable[Value]) -> ListVal:
-    return ListVal(items)
-
-
-def unknown_list(why: str, kind: UnknownKind = UnknownKind.UNSUPPORTED) -> ListVal:
-    return ListVal(None, Unknown(why, kind=kind))
-
-
 def new_tuple(items: Iterable[Value], origins: tuple[str, ...] = ()) -> Value:
     """A tuple: a Const when every item is one, else a TupleVal."""
     vals = list(items)
@@ -297,10 +289,6 @@ def new_set(members: Iterable[Value]) -> Value:
             return raises("TypeError", "a set of unhashable members")
         entries = entries.with_item(m, m)
     return SetVal(entries)
-
-
-def is_mutable(v: Value) -> bool:
-    return isinstance(v, (ListVal, DictVal, SetVal))
 
 
 def from_python(value: Any, origins: tuple[str, ...] = ()) -> Value:

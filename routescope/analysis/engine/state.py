@@ -168,9 +168,6 @@ class PathState:
         self.heap.clear()
         self.heap_objs.clear()
 
-    def replace_fields(self, obj: Value, fields: Any) -> None:
-        self.store(obj, fields)
-
     def write(self, obj: Instance | ModuleVal, name: str, value: Value) -> None:
         """Copy-on-write: a fork may share the inner dict, so every write makes its own."""
         own = dict(self.contents(obj))
