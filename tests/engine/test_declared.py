@@ -59,7 +59,12 @@ def test_argparse_add_argument_choices(tmp_path: Path) -> None:
 
 
 def test_a_deployment_that_sets_nothing_reads_no_declarations(tmp_path: Path) -> None:
-    tree = make_tree(tmp_path, {"args.py": "class ServerArgs:\n    x: int = 1\n"})
-    engine = Engine(tree, Facts())
+    source = """
+        class ServerArgs:
+            def add_cli_args(parser):
+                parser.add_argument("--backend", choices=("auto", "triton"))
+    """
+    engine = Engine(make_tree(tmp_path, {"args.py": source}), Facts())
     cls = resolve_entry(engine, "fw.args:ServerArgs")
     assert isinstance(cls, ClassVal) and declared_choices(engine, cls, set()) == {}
+    assert declared_choices(engine, cls, {"backend"})["backend"].choices == ("auto", "triton")
