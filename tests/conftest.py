@@ -17,6 +17,10 @@ DATA = Path(__file__).resolve().parent / "data" / "moe-model-configs.json"
 # need isolation use the `isolated_cache` fixture.
 os.environ.setdefault("ROUTESCOPE_CACHE", str(ROOT / ".cache" / "routescope-test"))
 os.environ.setdefault("NO_COLOR", "1")
+# Renders size themselves from $COLUMNS when piped; the runner's own (pytest-xdist's workers get
+# COLUMNS=80) must not decide a test's layout: a test that wants a width sets it.
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
 # Tests trace for real (some change budgets or rules in-process, which a cached report would
 # not see); tests/test_tracecache.py turns the report cache on where it is the subject.
 os.environ["ROUTESCOPE_TRACE_CACHE"] = "0"
