@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from routescope.analysis.phases.dispatch import Dispatch
 
 # Bump the major part on any change that removes or renames a field.
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 # the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
@@ -71,6 +71,10 @@ def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
         "selected": selected,
         "sink": _sink(p.sink),
         "kernels": [_sink(k) for k in p.kernels],
+        # what else the path launches on the GPU (post-processing of the ids), and what the
+        # experts layer launches handed the router's result: every way through it, or some
+        "launches": [_sink(k) for k in p.launches],
+        "experts": _experts(p),
         "outcome": p.outcome,
         "stopped": p.stopped or None,
         "equivalent_paths": also,
@@ -92,6 +96,16 @@ def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
             else None
         ),
     }
+
+
+def _experts(p: TracedPath) -> list[dict[str, Any]]:
+    ways = p.experts
+    out: list[dict[str, Any]] = []
+    for h in dict.fromkeys(h for w in ways for h in w):
+        got = _sink(h) or {}
+        got["ways"] = "every" if all(h in w for w in ways) else "some"
+        out.append(got)
+    return out
 
 
 def _dedupe(decisions: tuple[Decision, ...]) -> list[Decision]:

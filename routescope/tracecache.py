@@ -19,10 +19,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from routescope.errors import RoutescopeError
 from routescope.fsutil import atomic_write_text, cache_root
 
 MAX_ENTRIES = 512  # oldest reports beyond this are dropped when a new one is written
 FORMAT = 1
+TRANSIENT = "_transient"  # a report key compute() sets when the report must not be stored
 
 
 def traces_root() -> Path:
@@ -84,6 +86,8 @@ def cached(key: str | None, compute: Callable[[], dict[str, Any]]) -> dict[str, 
     except (OSError, ValueError):
         pass
     report = compute()
+    if report.pop(TRANSIENT, False):
+        return report  # it rests on a read that failed (no network): not an answer to keep
     try:
         atomic_write_text(path, json.dumps({"key": key, "report": report}))
         _prune()
@@ -106,7 +110,9 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
                   version: str | None) -> dict[str, Any]:  # fmt: skip
     """The full report of `spec` deployed as `dep` on `tree`, traced or read back."""
     from routescope.analysis.phases.dispatch import trace_dispatch
+    from routescope.blockers import report_blockers
     from routescope.report import build_report
+    from routescope.wayout import find_way_out
 
     fingerprint = getattr(tree, "fingerprint", None)
     key = key_for(
@@ -125,10 +131,47 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
     def compute() -> dict[str, Any]:
         idx = index()
         prefetch_closure(tree, idx)
-        return build_report(spec, dep, trace_dispatch(idx, rules, spec, dep, version, tree.origin),
-                            idx)  # fmt: skip
+
+        def report_of(d: Any) -> tuple[dict[str, Any], Any]:
+            dispatch = trace_dispatch(idx, rules, spec, d, version, tree.origin)
+            doc = build_report(spec, d, dispatch, idx)
+            notes, unread = report_blockers(doc, _metadata(tree), _provider_file)
+            doc["dispatch"]["notes"].extend(notes)
+            if unread:
+                doc[TRANSIENT] = True
+            return doc, dispatch
+
+        doc, dispatch = report_of(dep)
+        if doc.get("blockers"):
+            sa = rules.data.get("server_args", {})
+            way = find_way_out(
+                dispatch.choosing,
+                tuple(sa.get("chooses", ())),
+                sa.get("fields", {}).get("quant", ""),
+                {name: value for name, value, _ in dispatch.server_args},
+                dep,
+                lambda d: report_of(d)[0],
+            )
+            for b in doc["blockers"]:
+                b["way_out"] = way
+        return doc
 
     return cached(key, compute)
+
+
+def _metadata(tree: Any) -> Any:
+    try:
+        return tree.metadata()
+    except (RoutescopeError, OSError, AttributeError):
+        return None  # a checkout without METADATA pins nothing
+
+
+def _provider_file(dist: str, version: str) -> Callable[[str], str]:
+    """A reader of files in the published wheel of dist==version (range requests, cached)."""
+    from routescope.source.open import open_published
+
+    tree = open_published(dist, version, progress=False)
+    return lambda rel: tree.read_bytes(rel).decode("utf-8", "replace")
 
 
 def prefetch_closure(tree: Any, index: Any) -> None:

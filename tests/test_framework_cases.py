@@ -63,9 +63,18 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
         gpu=case["gpu"], tp=case.get("tp", 1), quant=case.get("quant"),
         server_args=dict(case.get("set", {})), env=dict(case.get("env", {})),
     )  # fmt: skip
-    dispatch = api.inspect(req)["dispatch"]
+    report = api.inspect(req)
+    dispatch = report["dispatch"]
     assert dispatch["status"] == "selected", (dispatch["status"], dispatch["notes"])
     (path,) = dispatch["paths"]
+    # what stops the deployment: none unless the case names it (read in the provider's source)
+    blockers = report.get("blockers", [])
+    assert [b["kernel"] for b in blockers] == case.get("blockers", []), blockers
+    if "way_out" in case:
+        assert blockers[0]["way_out"]["flags"] == case["way_out"], blockers[0]["way_out"]
+    if "experts" in case:
+        every = [h["name"] for h in path["experts"] if h["ways"] == "every"]
+        assert every == case["experts"], path["experts"]
     sink = path["sink"]
     if case["kind"] == "bypassed":  # the router routes nothing and the kernel is not named
         assert sink is None and path["outcome"] == "return"

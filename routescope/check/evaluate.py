@@ -30,6 +30,8 @@ def evaluate_cell(
     """The findings for one cell: selected-path, the enabled rules, then the lock (unless
     `lock` is None and `lock_note` is None: the lock is being written)."""
     rules = ["selected-path"]
+    if policy.forbid_blockers:
+        rules.append("no-blockers")
     if policy.forbid_sink_kinds:
         rules.append("forbid-sink-kinds")
     if policy.require_oea_insertable:
@@ -77,6 +79,22 @@ def evaluate_cell(
         return out + [
             finding(r, Outcome.UNDECIDED, "the decode path is not decided") for r in rules[1:]
         ]
+    if policy.forbid_blockers:
+        blockers = cell.report.get("blockers") or []
+        if blockers:
+            stops = tuple(
+                f"{b['where']}: {b['why']}"
+                + (
+                    f"; way out: {' '.join(b['way_out']['flags'])}"
+                    if (b.get("way_out") or {}).get("flags")
+                    else ""
+                )
+                for b in blockers
+            )
+            out.append(finding("no-blockers", Outcome.FAIL,
+                               f"blocked: {blockers[0]['what']}", stops, frames))  # fmt: skip
+        else:
+            out.append(finding("no-blockers", Outcome.PASS, "no blocker found", frames=frames))
     if "forbid-sink-kinds" in rules:
         kind = entry.field("sink_kind") or BYPASSED
         bad = kind in policy.forbid_sink_kinds or (

@@ -31,6 +31,12 @@ RULES = (
         "every condition on the decode path is decided (dispatch status 'selected')",
     ),
     RuleInfo(
+        "no-blockers",
+        "nothing stops the deployment",
+        "no kernel the decode path launches is one its provider's source builds for other GPUs "
+        "(rules.forbid_blockers, default true)",
+    ),
+    RuleInfo(
         "forbid-sink-kinds",
         "no forbidden sink kind",
         "the top-k sink's kind is not in rules.forbid_sink_kinds",

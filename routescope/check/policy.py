@@ -26,7 +26,8 @@ else:  # pragma: no cover
 _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 _PINNED = re.compile(r"^[\w.\-]+/[\w.\-]+@[0-9a-f]{40}$")
 _TOP = {"models", "framework", "gpus", "tp", "quant", "set", "env", "packages", "rules"}
-_RULES = {"forbid_sink_kinds", "require_oea_insertable", "require_selected_path"}
+_RULES = {"forbid_blockers", "forbid_sink_kinds", "require_oea_insertable",
+          "require_selected_path"}  # fmt: skip
 # the kind of a path whose routing runs inside the MoE kernel with no kernel named; forbidding it
 # also forbids the paths whose sink is that kernel (kind fused_moe_kernel): both route in the MoE
 BYPASSED = "bypassed"
@@ -58,6 +59,8 @@ class Policy:
     require_oea_insertable: bool
     require_selected_path: bool
     lines: dict[str, int]  # "models", "rules.forbid_sink_kinds", "model:<m>", "gpu:<g>" -> line
+    # a blocker (a kernel the path launches that the provider builds for other GPUs) fails
+    forbid_blockers: bool = True
 
     def line(self, key: str) -> int:
         return self.lines.get(key, 1)
@@ -148,6 +151,7 @@ class _Reader:
             forbid_sink_kinds=self._kinds(rules),
             require_oea_insertable=self._bool(rules, "require_oea_insertable", False),
             require_selected_path=self._bool(rules, "require_selected_path", True),
+            forbid_blockers=self._bool(rules, "forbid_blockers", True),
             lines=dict(sorted(self.lines.items())),
         )
 

@@ -66,6 +66,33 @@ def _summary(doc: dict[str, Any]) -> list[str]:
                        + (f", given {cell(given)}" if given else ""))  # fmt: skip
         if v is not None:
             out.append(f"- **OEA:** {verdict_word(v)}: {v['why']}")
+        for b in doc.get("blockers") or []:
+            way = (b.get("way_out") or {}).get("flags")
+            out.append(f"- **Blocked:** {cell(b['what'])}"
+                       + (f"; way out: {code(' '.join(way))}" if way else ""))  # fmt: skip
+    return out
+
+
+def _blockers(blockers: list[dict[str, Any]]) -> list[str]:
+    """Each blocker: what, where, why, the evidence, and the way out with the path it reaches."""
+    out: list[str] = []
+    for b in blockers:
+        out += [f"**{cell(b['what'])}** ({b['kind']})", "",
+                f"- **Where:** {code(b['where'])}", f"- **Why:** {cell(b['why'])}",
+                "- **Evidence:**", *(f"  - {code(e)}" for e in b["evidence"])]  # fmt: skip
+        way = b.get("way_out") or {}
+        if way.get("flags"):
+            sink = way.get("sink") or {}
+            router = way.get("router") or {}
+            reached = ", ".join(f"{k} {code(v)}" for k, v in router.items())
+            out.append(f"- **Way out:** {code(' '.join(way['flags']))}: the trace then selects "
+                       f"{code(sink.get('name', '?'))} ({sink_label(sink) if sink else '?'})"
+                       + (f", {reached}" if reached else "") + ", with no blocker")  # fmt: skip
+        else:
+            out.append("- **Way out:** none found")
+        for t in way.get("tried", ()):
+            out.append(f"  - tried {cell(t)}")
+        out.append("")
     return out
 
 
@@ -164,6 +191,8 @@ def render_section(doc: dict[str, Any], level: int = 2) -> str:
             out += [f"- {u['file']}:{u['line']} {code(u['condition'][:120])}: "
                     f"{cell(u['undecided_because'])}" for u in disp["undecided"]]  # fmt: skip
             out.append("")
+        if doc.get("blockers"):
+            out += [f"{h} Blockers", "", *_blockers(doc["blockers"])]
         if doc.get("verdict") is not None:
             out += [f"{h} OEA verdict", "", *_verdict(doc["verdict"]), ""]
         if disp.get("assumptions"):

@@ -103,9 +103,34 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
     if disp["incomplete"]:
         out.append(Text(_cut(f"did not finish: {disp['incomplete'][0]}", 3 * width),
                         style="yellow"))  # fmt: skip
+    out.extend(_blockers(doc.get("blockers") or [], width))
     if verdict:
         out.extend(_verdict(verdict, width))
     return [*out[: SUMMARY_LINES - 1], Text("details: --explain", style="dim")]
+
+
+def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
+    """What stops the deployment, where, and the flag change that reaches a path that runs."""
+    out: list[Text] = []
+    for b in blockers[:2]:
+        kernel = str(b.get("kernel", "")).rsplit(".", 1)[-1]
+        head = f"BLOCKED: {kernel} [{b.get('provider', '')}] has no {b.get('target', '')} kernels"
+        out.append(Text(_cut(head, width), style="bold red"))
+        version = str(b.get("pinned", "")).partition("==")[2]
+        out.append(Text(_cut(f"  at {short_path(b['where'])}; {b.get('provider', '')} {version}"
+                             f" has {', '.join(b.get('runs_on', ()))}", width)))  # fmt: skip
+    way = (blockers[0].get("way_out") or {}) if blockers else {}
+    if blockers and way.get("flags"):
+        sink = way.get("sink") or {}
+        runner = _enum_name(str((way.get("router") or {}).get("runner_backend", "")))
+        goes = ", ".join(x for x in (runner,
+                                     sink.get("name", "").split(":")[-1]) if x)  # fmt: skip
+        out.append(Text(_cut(f"  way out: {' '.join(way['flags'])} → {goes}", width),
+                        style="bold green"))  # fmt: skip
+    elif blockers:
+        tried = "; ".join(way.get("tried", ())) or "no value the release compares against"
+        out.append(Text(_cut(f"  no way out found (tried: {tried})", 2 * width), style="yellow"))
+    return out
 
 
 def _verdict(v: dict[str, Any], width: int) -> list[Text]:
@@ -135,4 +160,6 @@ def brief(doc: dict[str, Any]) -> str:
         else f"{len(disp['paths'])} paths"
     )
     oea = "OEA insertable" if verdict.get("insertable") else "OEA not insertable"
-    return f"{_deployment(doc)}: {disp['status']}: {kernel}; {oea}"
+    blocked = doc.get("blockers") or []
+    stop = f"; BLOCKED: {blocked[0]['what']}" if blocked else ""
+    return f"{_deployment(doc)}: {disp['status']}: {kernel}; {oea}{stop}"

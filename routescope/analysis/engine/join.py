@@ -315,7 +315,7 @@ class JoinMixin(EngineBase):
         for o in returning:
             if self.budget.merge_at <= 1:  # set-up phases: join every agreeing path, state too
                 key: tuple[Any, ...] = (
-                    tuple(id(h) for h in o[0].sinks),
+                    _kernels_key(o[0]),
                     value_shape(o[2]),
                     len(o[0].envs),
                 )
@@ -349,7 +349,14 @@ def record_key(st: PathState) -> tuple[object, ...]:
     (the joined state would either raise for both or for neither)."""
     claims = tuple(sorted((k, id(v)) for k, v in st.claims.items()))
     raising = None if st.raising is None else (_exception_key(st.raising), st.raised_at)
-    return (tuple(id(h) for h in st.sinks), claims, len(st.envs), st.stopped, raising)
+    return (_kernels_key(st), claims, len(st.envs), st.stopped, raising)
+
+
+def _kernels_key(st: PathState) -> tuple[object, ...]:
+    """The kernels a path reached: a routing kernel by identity (the tensors it claims are its
+    own), a launch that routes nothing by where it is (two ways that launch the same kernel at
+    the same call join)."""
+    return tuple(id(h) if h.routes else (h.name, h.file, h.line) for h in st.sinks)
 
 
 def _exception_key(exc: Value) -> object:

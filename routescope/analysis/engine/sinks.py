@@ -84,17 +84,31 @@ class SinksMixin(EngineBase):
         inputs = [*args, *kwargs.values()]
         inherited = producer_of(inputs, st.claims)
         if inherited is not None:
+            self._launched(st, name, rule, node, kwargs)
             return Tensor(producer=inherited)
         if role_of(inputs) != "scores" or (rule.kind == "torch" and self.compiling):
+            self._launched(st, name, rule, node, kwargs)
             return Tensor(made_at=self.made_at(node), role=role_of(inputs))
-        shown = tuple((k, describe(v := self.resolved(kwargs[k])), v.origins)
-                      for k in rule.args if k in kwargs)  # fmt: skip
-        hit = SinkHit(name, rule.kind, self.current_file(), getattr(node, "lineno", 0),
-                      self.current_function(), rule.id, shown, rule.provider or _provider(name),
-                      self.compiling[-1] if self.compiling else "")  # fmt: skip
+        hit = self._hit(name, rule, node, kwargs)
         st.sinks.append(hit)
         self.claim_outputs(st, inputs, hit)
         return Tensor(producer=hit)
+
+    def _hit(self, name: str, rule: SinkRule, node: ast.AST | None,
+             kwargs: dict[str, Value], routes: bool = True) -> SinkHit:  # fmt: skip
+        shown = tuple((k, describe(v := self.resolved(kwargs[k])), v.origins)
+                      for k in rule.args if k in kwargs)  # fmt: skip
+        return SinkHit(name, rule.kind, self.current_file(), getattr(node, "lineno", 0),
+                       self.current_function(), rule.id, shown, rule.provider or _provider(name),
+                       self.compiling[-1] if self.compiling else "", routes)  # fmt: skip
+
+    def _launched(self, st: PathState, name: str, rule: SinkRule, node: ast.AST | None,
+                  kwargs: dict[str, Value]) -> None:  # fmt: skip
+        """A kernel the decode path launches that routes nothing (what a deployment runs on the
+        GPU besides the router: the experts' kernels are checked against the target GPU).
+        Torch's own ops, and anything inside a torch.compile'd function, are not launches."""
+        if self.tracing and rule.kind != "torch" and not self.compiling:
+            st.sinks.append(self._hit(name, rule, node, kwargs, routes=False))
 
     def claim_outputs(self, st: PathState, inputs: list[Value], hit: SinkHit) -> None:
         """Tensors a kernel is handed that nothing produced and that hold no scores: its

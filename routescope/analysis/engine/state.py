@@ -67,6 +67,10 @@ class SinkHit:
     args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     provider: str = ""  # the library it comes from (sgl_kernel, flashinfer, jit, triton, torch)
     within: str = ""  # the torch.compile'd function it runs inside, if any
+    # False for a kernel launched on the path that computes no top-k from the router's scores
+    # (it reads ids a kernel produced, or no scores at all: the experts' GEMMs, a remap): the
+    # path launches it, it is never the router kernel
+    routes: bool = True
 
 
 @dataclass

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.state import Decision
+from routescope.analysis.engine.state import Decision, SinkHit
 from routescope.analysis.engine.values import (
     ClassVal,
     Tensor,
@@ -15,7 +16,12 @@ from routescope.analysis.modules import module_name
 from routescope.analysis.phases.block import nearest
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.setup import PHASE_STEPS
-from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
+from routescope.analysis.phases.trace import (
+    TracedPath,
+    resolve_entry,
+    trace_call,
+    trace_serving,
+)
 
 
 def into_consumer(
@@ -34,7 +40,7 @@ def into_consumer(
         return traced
     out: list[TracedPath] = []
     for p in traced:
-        if p.sink is not None or p.outcome != "return" or p.end is None or p.value is None:
+        if p.outcome != "return" or p.end is None or p.value is None:
             out.append(p)
             continue
         consumer = nearest(p.end, block, cls)
@@ -42,6 +48,9 @@ def into_consumer(
             out.append(p)
             continue
         fn = engine.attribute(p.end, consumer, rule["call"])[0][1]
+        if p.sink is not None:  # the router routed: what the experts then launch on the GPU
+            out.append(replace(p, experts=_experts_launches(engine, fn, p)))
+            continue
         engine.budget.push(PHASE_STEPS["trace"], "the consumer trace exceeded its budget")
         engine.tracing = True
         try:
@@ -87,9 +96,31 @@ def into_consumer(
                     handoff,
                     q.end,
                     q.value,
+                    (*p.launches, *q.launches),
+                    (tuple(dict.fromkeys((*q.kernels, *q.launches))),),
                 )
             )
     return out
+
+
+def _experts_launches(engine: Engine, fn: Value, p: TracedPath) -> tuple[tuple[SinkHit, ...], ...]:
+    """The kernels each way through the experts layer's forward launches, handed the router's
+    result (the layer as built: weight loading, which routescope does not model, never ran, so
+    a way that raises or stops tells nothing and is left out)."""
+    if p.value is None:
+        return ()
+    engine.budget.push(PHASE_STEPS["trace"], "the experts trace exceeded its budget")
+    engine.tracing = True
+    try:
+        ways = trace_call(engine, fn, [Tensor(), p.value], {}, start=p.end)
+    finally:
+        engine.tracing = False
+        engine.budget.pop()
+    return tuple(
+        tuple(dict.fromkeys((*q.kernels, *q.launches)))
+        for q in ways
+        if q.outcome == "return" and not q.stopped
+    )
 
 
 def _failed_assert(engine: Engine, path: TracedPath) -> Decision | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from routescope.analysis.engine.budget import Budget
 from routescope.analysis.engine.core import Engine
@@ -63,6 +63,10 @@ class Dispatch:
     # what the answer rests on that the code cannot show: platform primitives, packages,
     # summaries from the rules, environment variables taken as unset
     assumptions: tuple[Assumption, ...] = ()
+    # decided conditions of the server-argument phase that read an argument choosing the MoE
+    # kernels (the rules' `chooses`): the values they compare against are the ways out of a
+    # blocker worth trying
+    choosing: tuple[Decision, ...] = ()
 
 
 def uncovered(rules: FrameworkRules, version: str | None) -> str:
@@ -97,7 +101,8 @@ def trace_dispatch(
     )
     engine = Engine(index, facts, Budget())
     forks: list[Decision] = []
-    server_args = server_arguments(engine, rules, dep, notes, forks)
+    choosing: list[Decision] = []
+    server_args = server_arguments(engine, rules, dep, notes, forks, choosing)
     facts.bindings["server_args"] = server_args
     router_cls = resolve_entry(engine, rules.router_class)
     if not isinstance(router_cls, ClassVal):
@@ -171,19 +176,8 @@ def trace_dispatch(
             if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
                 # no kernel and no known result: nothing shows the routing happens downstream
                 stopped = f"the router's forward returned an unknown value: {p.result}"
-            paths.append(
-                TracedPath(
-                    p.decisions,
-                    p.frames,
-                    p.sink,
-                    p.outcome,
-                    p.result,
-                    stopped,
-                    p.kernels,
-                    tuple(bst.decisions),
-                    p.handoff,
-                )
-            )
+            paths.append(replace(p, stopped=stopped, setup=tuple(bst.decisions),
+                                 end=None, value=None))  # fmt: skip
     for name, exc, at in engine.import_errors:
         where = f" at {at[0]}:{at[1]}" if at else ""
         notes.append(
@@ -211,4 +205,5 @@ def trace_dispatch(
         reported,
         tuple({(d.file, d.line): d for d in forks}.values()),
         tuple(sorted(facts.used.values(), key=lambda a: (a.kind, a.name))),
+        tuple({(d.file, d.line, d.text): d for d in choosing}.values()),
     )

@@ -28,12 +28,19 @@ from routescope.errors import RoutescopeError
 
 
 def server_arguments(
-    engine: Engine, rules: FrameworkRules, dep: Deployment, notes: Notes, forks: list[Decision]
+    engine: Engine,
+    rules: FrameworkRules,
+    dep: Deployment,
+    notes: Notes,
+    forks: list[Decision],
+    choosing: list[Decision] | None = None,
 ) -> Value:
     """The framework's server-argument object: its defaults, --set, --tp, then its own
     post-processing (per-GPU and per-model overrides), then the start-up install steps.
-    Conditions a step could not decide (its paths were joined) go to `forks`."""
+    Conditions a step could not decide (its paths were joined) go to `forks`; those that read
+    an argument the rules say chooses the kernels go to `choosing`."""
     sa_rules = rules.data.get("server_args", {})
+    chooses = tuple(sa_rules.get("chooses", ()))
     checkpoint = engine.facts.checkpoint
     for candidate in sa_rules.get("class", []):
         cls = resolve_entry(engine, candidate)
@@ -89,6 +96,13 @@ def server_arguments(
                     for s, _ in outs
                     for d in s.decisions
                     if d.value is None and d.kind is not UnknownKind.JOINED
+                )
+            if choosing is not None and chooses:
+                choosing.extend(
+                    d
+                    for s, _ in outs
+                    for d in s.decisions
+                    if d.value is not None and any(c in d.text for c in chooses)
                 )
             engine.commit_all([s for s, _ in outs], inst)  # what it wrote on other objects
             inst = settle(inst, [s for s, _ in outs], notes, step)

@@ -40,6 +40,11 @@ class TracedPath:
     # into the layer its result is handed to
     end: PathState | None = field(default=None, compare=False, repr=False)
     value: Value | None = field(default=None, compare=False, repr=False)
+    # kernels the path launches that route nothing (the experts' GEMMs, remaps), in order
+    launches: tuple[SinkHit, ...] = ()
+    # the kernels each way through the layer the router hands its result to launches (the
+    # experts' forward, traced on from a router that routes): what the GPU must run
+    experts: tuple[tuple[SinkHit, ...], ...] = ()
 
     @property
     def decided(self) -> bool:
@@ -101,8 +106,10 @@ def trace_call(
             sink = None
         out.append(TracedPath(tuple(s.decisions), tuple(s.trail), sink,
                               "stop" if stopped else kind, describe(v) if v is not None else "",
-                              stopped, tuple(h for h in s.sinks if h.kind != UNRECOGNISED),
-                              end=s, value=v))  # fmt: skip
+                              stopped,
+                              tuple(h for h in s.sinks if h.kind != UNRECOGNISED and h.routes),
+                              end=s, value=v,
+                              launches=tuple(h for h in s.sinks if not h.routes)))  # fmt: skip
     return out
 
 
@@ -113,7 +120,7 @@ def _sink(st: PathState, result: Value | None) -> SinkHit | None:
         if made is not None:  # routing computed by plain torch ops in framework code
             function, file, line = made
             found = SinkHit(function, "torch", file, line, function, "torch-ops", provider="torch")
-    return found or (st.sinks[0] if st.sinks else None)
+    return found or next((h for h in st.sinks if h.routes), None)
 
 
 def _made_at(v: Value, depth: int = 3) -> tuple[str, str, int] | None:

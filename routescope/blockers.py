@@ -1,0 +1,190 @@
+"""What would stop a traced deployment from serving decode: kernels its path launches that their
+provider's own source (in the wheel of the version the framework pins) builds for other GPUs.
+
+Provider facts are never written down as verdicts: rules/providers/*.toml name the file and the
+pattern in the provider's wheel where the fact is stated, and it is read there, at the pinned
+version, each time (cached with the wheel). What cannot be read is "not known", noted, never a
+blocker."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from routescope.errors import RoutescopeError
+from routescope.rules import load_rule_file, rule_files
+
+KIND_UNSUPPORTED_GPU = "unsupported_gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """Which SM versions a provider's kernel runs on at one version, read from its source."""
+
+    runs_on: frozenset[int] | None  # None: not known (the note says why)
+    archs: tuple[str, ...]
+    evidence: tuple[str, ...]  # "file:line (dist==version)"
+    note: str = ""
+
+
+@cache
+def providers() -> tuple[dict[str, Any], ...]:
+    return tuple(load_rule_file(p, "provider") for p in rule_files("providers"))
+
+
+def kernel_rule(name: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The provider and kernel entry whose `calls` match a launched kernel's name."""
+    for prov in providers():
+        for k in prov["kernels"]:
+            if any(fnmatch.fnmatchcase(name, g) for g in k["calls"]):
+                return prov, k
+    return None
+
+
+def pinned_version(metadata: Any, distribution: str) -> str | None:
+    """The exact version a framework's METADATA pins `distribution` to (`name[extra]==V`)."""
+    line = metadata.requirement(distribution) if metadata is not None else None
+    if not line:
+        return None
+    m = re.search(r"===?\s*([A-Za-z0-9_.+!-]+)", line.split(";")[0])
+    return m.group(1) if m else None
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def read_support(read: Any, kernel: dict[str, Any], subject: str) -> Support:
+    """Which SM versions `kernel` runs on, read with `read(relpath) -> str` from the provider's
+    wheel (`subject`: "flashinfer-python==0.7.2", for the evidence)."""
+    archs_rule, runs_rule = kernel["archs"], kernel["runs_on"]
+    try:
+        archs_text = read(archs_rule["file"])
+        runs_text = read(runs_rule["file"])
+    except RoutescopeError as exc:
+        return Support(None, (), (), f"{subject}: {exc.message}")
+    m = re.search(archs_rule["pattern"], archs_text)
+    if m is None:
+        return Support(None, (), (), f"{subject}: {archs_rule['file']} states no architecture "
+                       "list where the rule looks for it")  # fmt: skip
+    archs = tuple(re.findall(r"[\"']([^\"']+)[\"']", m.group(1)))
+    evidence = [f"{archs_rule['file']}:{_line_of(archs_text, m.start())} ({subject})"]
+    runs_on: set[int] = set()
+    for arch in archs:
+        case = next((c for c in re.finditer(runs_rule["pattern"], runs_text)
+                     if c.group(1) == arch), None)  # fmt: skip
+        if case is None:
+            return Support(None, archs, tuple(evidence), f"{subject}: {runs_rule['file']} does "
+                           f"not say which GPUs {arch} runs on")  # fmt: skip
+        runs_on.update(int(v) for v in re.findall(runs_rule["sm"], case.group(2)))
+        evidence.append(f"{runs_rule['file']}:{_line_of(runs_text, case.start())} ({subject})")
+    return Support(frozenset(runs_on), archs, tuple(dict.fromkeys(evidence)))
+
+
+def pinned_of(why_pinned: str) -> str:
+    """`sglang 0.5.23 pins flashinfer_python[cu13]==0.7.2` -> `flashinfer_python==0.7.2`."""
+    req = why_pinned.rsplit(" pins ", 1)[-1]
+    name, _, version = req.partition("==")
+    return f"{name.split('[')[0]}=={version}" if version else req
+
+
+def _sm(capability: list[int] | tuple[int, ...]) -> int:
+    return int(capability[0]) * 10 + int(capability[1])
+
+
+def _where(h: dict[str, Any]) -> str:
+    return f"{h['file']}:{h['line']}"
+
+
+def path_blockers(
+    path: dict[str, Any],
+    capability: list[int],
+    gpu_name: str,
+    support_of: Any,
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """The blockers of one reported path: a kernel it (or every way through its experts layer)
+    launches that its provider's source builds for no GPU of the target's SM version.
+    `support_of(provider, kernel) -> (Support, why_pinned)`; what is not known goes to `notes`."""
+    sm = _sm(capability)
+    launched = [h for h in (path.get("sink"), *path.get("launches", ())) if h]
+    launched += [h for h in path.get("experts", ()) if h.get("ways") == "every"]
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for h in launched:
+        found = kernel_rule(h["name"])
+        if found is None or h["name"] in seen:
+            continue
+        seen.add(h["name"])
+        prov, kernel = found
+        support, pinned = support_of(prov, kernel)
+        if support is None:
+            notes.append(f"{h['name']} at {_where(h)}: {pinned}")
+            continue
+        if support.runs_on is None:
+            notes.append(f"whether {h['name']} runs on sm{sm} is not known: {support.note}")
+            continue
+        if sm in support.runs_on:
+            continue
+        ons = ", ".join(f"sm{v}" for v in sorted(support.runs_on))
+        out.append({
+            "kind": KIND_UNSUPPORTED_GPU,
+            "what": f"{h['name']} ({kernel['what']}) has no kernels for sm{sm} ({gpu_name})",
+            "where": _where(h),
+            "why": f"{pinned}; its {kernel['what']} is built for {', '.join(support.archs)}, "
+                   f"which run on {ons} only",
+            "evidence": [f"{_where(h)}: launched by {h['called_from']}", *support.evidence],
+            "kernel": h["name"],
+            "provider": prov["id"],
+            "pinned": pinned_of(pinned),
+            "runs_on": [f"sm{v}" for v in sorted(support.runs_on)],
+            "target": f"sm{sm}",
+            "way_out": None,
+        })  # fmt: skip
+    return out
+
+
+def report_blockers(
+    doc: dict[str, Any], metadata: Any, read_provider: Any
+) -> tuple[list[str], bool]:
+    """Fill `blockers` into each path of `doc` and, for a selected answer, at the top level.
+    `read_provider(distribution, version) -> read(relpath) -> str`. Returns the notes, and
+    whether a provider's wheel could not be read (the answer then must not be kept)."""
+    dispatch, dep = doc.get("dispatch"), doc.get("deployment")
+    if not dispatch or not dep:
+        return [], False
+    notes: list[str] = []
+    unread: list[str] = []
+    framework = f"{dep['framework']} {dep['version']}"
+    supports: dict[tuple[str, str], tuple[Support | None, str]] = {}
+
+    def support_of(prov: dict[str, Any], kernel: dict[str, Any]) -> tuple[Support | None, str]:
+        key = (prov["id"], kernel["id"])
+        if key not in supports:
+            dist = prov["distribution"]
+            version = pinned_version(metadata, dist)
+            if version is None:
+                supports[key] = (None, f"{framework} pins no exact version of {dist}: which "
+                                       "kernels it ships is not known")  # fmt: skip
+            else:
+                line = metadata.requirement(dist)
+                subject = f"{dist}=={version}"
+                try:
+                    reader = read_provider(dist, version)
+                except RoutescopeError as exc:
+                    unread.append(subject)
+                    supports[key] = (None, f"{subject} could not be read: {exc.message}")
+                else:
+                    supports[key] = (read_support(reader, kernel, subject),
+                                     f"{framework} pins {line.split(';')[0].strip()}")  # fmt: skip
+        return supports[key]
+
+    capability, gpu = dep["gpu"]["capability"], dep["gpu"]["device"]
+    for p in dispatch["paths"]:
+        p["blockers"] = path_blockers(p, capability, gpu, support_of, notes)
+    selected = [p for p in dispatch["paths"] if p["selected"]]
+    doc["blockers"] = selected[0]["blockers"] if selected else []
+    return list(dict.fromkeys(notes)), bool(unread)

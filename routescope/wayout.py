@@ -1,0 +1,126 @@
+"""A blocked deployment's way out: the smallest flag change that reaches a path with no blocker,
+found by tracing again with the values the release's own guards compare the kernel-choosing
+arguments against (the rules' `server_args.chooses`), nearest first."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from routescope.analysis.engine.state import Decision
+from routescope.analysis.phases.deployment import Deployment
+from routescope.errors import RoutescopeError
+
+MAX_TRIES = 4  # traces a way-out search may cost (each is a whole trace)
+
+
+def _field(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def _literals(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [x for e in node.elts for x in _literals(e)]
+    return []
+
+
+def compared(text: str, fields: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(field, value) for each string a condition compares one of `fields` against
+    (`x.f == "v"`, `x.f in ("v", "w")`, either side)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return []
+    out: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+            continue
+        if not isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+            continue
+        left, right = node.left, node.comparators[0]
+        for a, b in ((left, right), (right, left)):
+            name = _field(a)
+            if name in fields:
+                out.extend((name, v) for v in _literals(b))
+    return out
+
+
+def candidates(
+    choosing: tuple[Decision, ...], fields: tuple[str, ...], current: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The (argument, value) changes worth trying, in order: values compared in a guard that
+    reads two or more kernel-choosing arguments together (an override that picks a runner for a
+    quantization) first, then the rest, each in the order the release evaluated them; the value
+    an argument already has is no change."""
+    combined: list[tuple[str, str]] = []
+    single: list[tuple[str, str]] = []
+    for d in choosing:
+        pairs = compared(d.text, fields)
+        target = combined if len({f for f, _ in pairs}) > 1 else single
+        target.extend(pairs)
+    out: list[tuple[str, str]] = []
+    for name, value in dict.fromkeys([*combined, *single]):
+        if current.get(name) not in (value, repr(value)):
+            out.append((name, value))
+    return out
+
+
+def flag_text(name: str, value: str, quant_field: str) -> str:
+    return f"--quant {value}" if name == quant_field else f"--set {name}={value}"
+
+
+def changed(dep: Deployment, name: str, value: str, quant_field: str) -> Deployment:
+    if name == quant_field:
+        return replace(dep, quant=value)
+    return replace(dep, server_args={**dep.server_args, name: value})
+
+
+def find_way_out(
+    choosing: tuple[Decision, ...],
+    fields: tuple[str, ...],
+    quant_field: str,
+    current: dict[str, str],
+    dep: Deployment,
+    retrace: Callable[[Deployment], dict[str, Any]],
+) -> dict[str, Any]:
+    """Trace again with each candidate until one is selected with no blocker. `retrace(dep)`
+    returns the report of `dep` with its blockers filled in."""
+    tried: list[str] = []
+    if dep.quant is not None:  # the user chose the quantization: the way out keeps it
+        fields = tuple(f for f in fields if f != quant_field)
+    for name, value in candidates(choosing, fields, current)[:MAX_TRIES]:
+        flag = flag_text(name, value, quant_field)
+        try:
+            doc = retrace(changed(dep, name, value, quant_field))
+        except RoutescopeError as exc:
+            tried.append(f"{flag}: {exc.message}")
+            continue
+        status = doc["dispatch"]["status"]
+        if status != "selected":
+            tried.append(f"{flag}: {status}")
+            continue
+        if doc.get("blockers"):
+            tried.append(f"{flag}: blocked too ({doc['blockers'][0]['what']})")
+            continue
+        path = next(p for p in doc["dispatch"]["paths"] if p["selected"])
+        router = doc["dispatch"].get("router") or {}
+        return {
+            "flags": [flag],
+            "sink": path["sink"],
+            "experts": [h["name"] for h in path.get("experts", ()) if h.get("ways") == "every"],
+            "router": {
+                k: router[k]["value"]
+                for k in ("top_k", "output_format", "runner_backend")
+                if k in router
+            },
+            "tried": tried,
+        }
+    return {"flags": [], "tried": tried}

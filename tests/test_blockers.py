@@ -1,0 +1,312 @@
+"""Blockers: a kernel the path launches that its provider's own source builds for other GPUs,
+read at the version the framework pins; the way out found by tracing again. Offline: provider
+texts are excerpts of flashinfer 0.7.2's own files (jit/trtllm_gen_metainfo.py:46-48,
+data/csrc/trtllm_batched_gemm_runner.cu:48-67), the retrace a stand-in."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from routescope.analysis.engine.state import Decision
+from routescope.analysis.phases.deployment import Deployment
+from routescope.blockers import (
+    kernel_rule,
+    pinned_version,
+    read_support,
+    report_blockers,
+)
+from routescope.check.evaluate import evaluate_cell
+from routescope.check.matrix import Cell
+from routescope.check.policy import load_policy
+from routescope.errors import RoutescopeError
+from routescope.hardware import resolve_gpu
+from routescope.render.markdown import render
+from routescope.render.text_summary import brief, summary
+from routescope.source.tree import parse_metadata
+from routescope.wayout import candidates, compared, find_way_out
+
+METAINFO = """
+# Cubin architectures the *Blackwell* trtllm-gen module can dispatch to.
+# Mirrors isArchCompatible() for smVersion in {100, 103}.
+BLACKWELL_CUBIN_ARCHS: Tuple[str, ...] = ("Sm100a", "Sm100f", "Sm103a")
+"""
+RUNNER = """
+bool isArchCompatible(int smVersion, tg::CudaArch cubinArch) {
+  switch (cubinArch) {
+    case tg::CudaArch::Sm100a:
+      return smVersion == 100;
+    case tg::CudaArch::Sm100f:
+      return smVersion == 100 || smVersion == 103;
+    case tg::CudaArch::Sm103a:
+      return smVersion == 103;
+    default:
+      return false;
+  }
+}
+"""
+FILES = {
+    "flashinfer/jit/trtllm_gen_metainfo.py": METAINFO,
+    "flashinfer/data/csrc/trtllm_batched_gemm_runner.cu": RUNNER,
+}
+META = parse_metadata(
+    "Name: sglang\nVersion: 0.5.23\nRequires-Dist: flashinfer_python[cu13]==0.7.2\n"
+    "Requires-Dist: torch==2.9.1 ; platform_machine == 'x86_64'\n"
+)
+KERNEL = "flashinfer.fused_moe.trtllm_fp4_block_scale_routed_moe"
+
+
+def _reader(files: dict[str, str]) -> Any:
+    def read(rel: str) -> str:
+        if rel not in files:
+            raise RoutescopeError("flashinfer-python==0.7.2", f"no file {rel} in the wheel")
+        return files[rel]
+
+    return read
+
+
+def _hit(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "kind": "fused_moe_kernel", "provider": "flashinfer",
+            "file": "sglang/srt/layers/moe/moe_runner/flashinfer_trtllm.py", "line": 1593,
+            "called_from": "fused_experts_none_to_flashinfer_trtllm_fp4", "rule": "r",
+            **extra}  # fmt: skip
+
+
+def _doc(gpu: str = "sm120", ways: str = "every") -> dict[str, Any]:
+    g = resolve_gpu(gpu)
+    router = {"name": "sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel",
+              "kind": "triton", "provider": "triton", "file": "sglang/kernels/ops/moe/x.py",
+              "line": 512, "called_from": "moe_fused_gate", "rule": "triton.jit"}  # fmt: skip
+    path = {"selected": True, "sink": router, "kernels": [router], "launches": [],
+            "experts": [_hit(KERNEL, ways=ways)], "outcome": "return", "stopped": None,
+            "equivalent_paths": 0, "frames": [], "decisions": [], "setup_decisions": [],
+            "handoff": None}  # fmt: skip
+    return {
+        "model": {"ref": "nvidia/GLM-5-NVFP4"},
+        "topology": "degenerate-grouped",
+        "routing": {},
+        "deployment": {
+            "framework": "sglang",
+            "version": "0.5.23",
+            "source": "pypi",
+            "gpu": {
+                "family": g.family,
+                "device": g.device,
+                "name": g.device_name,
+                "capability": list(g.capability),
+            },
+            "tp": 8,
+            "quant": "nvfp4",
+            "server_args": {},
+            "env": {},
+            "packages": {},
+        },
+        "dispatch": {
+            "status": "selected",
+            "paths": [path],
+            "incomplete": [],
+            "undecided": [],
+            "router": {"top_k": {"value": "9", "origins": []}},
+            "notes": [],
+            "block_class": None,
+            "server_args": {},
+            "assumptions": [],
+        },
+    }
+
+
+def test_support_is_read_from_the_provider_source() -> None:
+    found = kernel_rule(KERNEL)
+    assert found is not None
+    support = read_support(_reader(FILES), found[1], "flashinfer-python==0.7.2")
+    assert support.archs == ("Sm100a", "Sm100f", "Sm103a")
+    assert support.runs_on == frozenset({100, 103})
+    assert (
+        support.evidence[0] == "flashinfer/jit/trtllm_gen_metainfo.py:4 (flashinfer-python==0.7.2)"
+    )
+
+
+def test_a_file_without_the_statement_is_not_known_never_a_guess() -> None:
+    (_, kernel) = kernel_rule(KERNEL) or (None, None)
+    assert kernel is not None
+    gone = dict(FILES, **{"flashinfer/jit/trtllm_gen_metainfo.py": "# nothing here\n"})
+    assert read_support(_reader(gone), kernel, "x==1").runs_on is None
+    missing = {k: v for k, v in FILES.items() if k.endswith(".cu")}
+    assert read_support(_reader(missing), kernel, "x==1").runs_on is None
+    # an architecture the runner file says nothing about: not known
+    more = dict(FILES, **{"flashinfer/jit/trtllm_gen_metainfo.py":
+                          'BLACKWELL_CUBIN_ARCHS = ("Sm100a", "Sm120a")'})  # fmt: skip
+    assert read_support(_reader(more), kernel, "x==1").runs_on is None
+
+
+def test_the_pin_is_the_framework_metadata_exact_version() -> None:
+    assert pinned_version(META, "flashinfer-python") == "0.7.2"
+    assert pinned_version(META, "torch") == "2.9.1"
+    loose = parse_metadata("Name: x\nRequires-Dist: flashinfer-python>=0.6\n")
+    assert pinned_version(loose, "flashinfer-python") is None
+    assert pinned_version(None, "flashinfer-python") is None
+
+
+def test_a_kernel_built_for_other_gpus_blocks_on_sm120_not_on_sm100() -> None:
+    doc = _doc("sm120")
+    notes, unread = report_blockers(doc, META, lambda d, v: _reader(FILES))
+    assert not unread and not notes
+    (b,) = doc["blockers"]
+    assert b["kind"] == "unsupported_gpu" and b["kernel"] == KERNEL
+    assert b["target"] == "sm120" and b["runs_on"] == ["sm100", "sm103"]
+    assert b["pinned"] == "flashinfer_python==0.7.2"
+    assert b["where"] == "sglang/srt/layers/moe/moe_runner/flashinfer_trtllm.py:1593"
+    assert any("trtllm_gen_metainfo.py:4" in e for e in b["evidence"])
+    ok = _doc("b200")
+    report_blockers(ok, META, lambda d, v: _reader(FILES))
+    assert ok["blockers"] == []
+
+
+def test_a_kernel_only_some_ways_launch_blocks_nothing() -> None:
+    doc = _doc("sm120", ways="some")
+    report_blockers(doc, META, lambda d, v: _reader(FILES))
+    assert doc["blockers"] == []
+
+
+def test_an_unreadable_provider_is_a_note_and_the_report_is_not_kept() -> None:
+    def offline(dist: str, version: str) -> Any:
+        raise RoutescopeError(f"{dist}=={version}", "cannot reach the package index")
+
+    doc = _doc("sm120")
+    notes, unread = report_blockers(doc, META, offline)
+    assert unread and doc["blockers"] == []
+    assert "flashinfer-python==0.7.2 could not be read" in notes[0]
+    unpinned = parse_metadata("Name: sglang\nVersion: 0\n")
+    notes, unread = report_blockers(_doc("sm120"), unpinned, offline)
+    assert not unread and "pins no exact version of flashinfer-python" in notes[0]
+
+
+# the SM120 override in sglang 0.5.23 (arg_groups/overrides.py:1513-1522), as the engine records it
+OVERRIDE = (
+    'self.moe_runner_backend == "auto" and view.quantization == "modelopt_fp4" '
+    "and (get_platform().is_sm120 or get_platform().is_sm110)"
+)
+
+
+def _decision(text: str) -> Decision:
+    return Decision("sglang/srt/arg_groups/overrides.py", 1513, "f", text, False)
+
+
+def test_way_out_candidates_come_from_the_guards_literals() -> None:
+    fields = ("quantization", "moe_runner_backend")
+    assert compared(OVERRIDE, fields) == [("moe_runner_backend", "auto"),
+                                          ("quantization", "modelopt_fp4")]  # fmt: skip
+    assert compared('x.quantization in ("fp8", "w8a8_fp8")', fields) == [
+        ("quantization", "fp8"), ("quantization", "w8a8_fp8")]  # fmt: skip
+    assert compared("not valid python (", fields) == []
+    guards = (_decision('self.quantization == "mxfp4"'), _decision(OVERRIDE))
+    current = {"quantization": "None", "moe_runner_backend": "'auto'"}
+    # a guard reading both arguments first; the value an argument already has is no change
+    assert candidates(guards, fields, current) == [("quantization", "modelopt_fp4"),
+                                                   ("quantization", "mxfp4")]  # fmt: skip
+
+
+def test_way_out_is_the_first_candidate_traced_clean() -> None:
+    fields = ("quantization", "moe_runner_backend")
+    guards = (_decision(OVERRIDE), _decision('self.moe_runner_backend == "flashinfer_cutlass"'))
+    dep = Deployment(resolve_gpu("sm120"), tp=8)
+    blocked, clean = _doc("sm120"), _doc("sm120")
+    blocked["blockers"] = [{"what": "x has no kernels for sm120"}]
+    clean["blockers"] = []
+    seen: list[Deployment] = []
+
+    def retrace(d: Deployment) -> dict[str, Any]:
+        seen.append(d)
+        if d.quant == "modelopt_fp4":
+            return copy.deepcopy(blocked)
+        return copy.deepcopy(clean)
+
+    current = {"quantization": "None", "moe_runner_backend": "'auto'"}
+    way = find_way_out(guards, fields, "quantization", current, dep, retrace)
+    assert way["flags"] == ["--set moe_runner_backend=flashinfer_cutlass"]
+    assert way["tried"] == ["--quant modelopt_fp4: blocked too (x has no kernels for sm120)"]
+    assert seen[1].server_args == {"moe_runner_backend": "flashinfer_cutlass"}
+    # the user chose --quant: the way out keeps it
+    chosen = Deployment(resolve_gpu("sm120"), tp=8, quant="nvfp4")
+    seen.clear()
+    find_way_out(guards, fields, "quantization", {}, chosen, retrace)
+    assert all(d.quant == "nvfp4" for d in seen)
+
+    def rejects(d: Deployment) -> dict[str, Any]:
+        raise RoutescopeError("--set", "not a declared choice")
+
+    none = find_way_out(guards, fields, "quantization", current, dep, rejects)
+    assert none["flags"] == [] and len(none["tried"]) == 2
+
+
+def _blocked_doc() -> dict[str, Any]:
+    doc = _doc("sm120")
+    report_blockers(doc, META, lambda d, v: _reader(FILES))
+    doc["blockers"][0]["way_out"] = {
+        "flags": ["--quant modelopt_fp4"], "tried": [], "experts": [],
+        "sink": doc["dispatch"]["paths"][0]["sink"],
+        "router": {"runner_backend": "MoeRunnerBackend.FLASHINFER_CUTLASS"},
+    }  # fmt: skip
+    return doc
+
+
+def test_terminal_summary_shows_the_blocker_and_way_out_in_80_columns() -> None:
+    lines = [t.plain for t in summary(_blocked_doc(), width=78)]
+    text = "\n".join(lines)
+    assert "BLOCKED: trtllm_fp4_block_scale_routed_moe [flashinfer] has no sm120 kernels" in text
+    assert "flashinfer 0.7.2 has sm100, sm103" in text
+    assert "way out: --quant modelopt_fp4 → FLASHINFER_CUTLASS, _router_triton_kernel" in text
+    shown = [line for line in lines if "BLOCKED" in line or line.startswith("  ")]
+    assert all(len(line) <= 78 for line in shown) and len(lines) <= 15
+    assert "BLOCKED" in brief(_blocked_doc())
+
+
+def test_markdown_has_a_blockers_section() -> None:
+    md = render(_blocked_doc())
+    assert "## Blockers" in md and "- **Blocked:**" in md
+    assert "- **Way out:** `--quant modelopt_fp4`" in md
+    assert "`flashinfer/jit/trtllm_gen_metainfo.py:4 (flashinfer-python==0.7.2)`" in md
+
+
+def test_report_schema_accepts_blockers() -> None:
+    import json
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent.parent / "routescope" / "schema" /
+                         "report.schema.json").read_text())  # fmt: skip
+    doc = _blocked_doc()
+    doc["schema_version"], doc["tool"], doc["notes"] = "1.2", {"name": "routescope",
+                                                              "version": "0"}, []  # fmt: skip
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = [e.message for e in validator.iter_errors(doc) if "blocker" in str(e.path)]
+    assert errors == []
+
+
+def test_check_fails_on_a_blocker_unless_the_policy_allows_it(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    text = 'models = ["m"]\nframework = "sglang==0.5.23"\ngpus = ["sm120"]\n'
+    on = tmp_path / "on.toml"
+    on.write_text(text)
+    off = tmp_path / "off.toml"
+    off.write_text(text + "\n[rules]\nforbid_blockers = false\n")
+    cell = Cell("m", "sm120", _blocked_doc())
+    found = {f.rule: f for f in evaluate_cell(load_policy(on), cell, None, None)}
+    assert found["no-blockers"].outcome.value == "fail"
+    assert "way out: --quant modelopt_fp4" in found["no-blockers"].details[0]
+    assert "no-blockers" not in {f.rule for f in evaluate_cell(load_policy(off), cell, None, None)}
+    clean = _doc("sm120")
+    clean["blockers"] = []
+    found = {f.rule: f for f in evaluate_cell(load_policy(on), Cell("m", "sm120", clean), None,
+                                              None)}  # fmt: skip
+    assert found["no-blockers"].outcome.value == "pass"
+
+
+@pytest.mark.parametrize("gpu", ["sm120", "rtx-5090"])
+def test_every_sm120_device_is_blocked_alike(gpu: str) -> None:
+    doc = _doc(gpu)
+    report_blockers(doc, META, lambda d, v: _reader(FILES))
+    assert [b["target"] for b in doc["blockers"]] == ["sm120"]
