@@ -153,6 +153,44 @@ def test_a_server_argument_value_outside_its_choices_is_exit_2(
 
 
 @pytest.mark.network
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        # the string 'False' would count as true and flip the CUDA-graph advice
+        (["--set", "disable_cuda_graph=maybe"], "ServerArgs.disable_cuda_graph is bool"),
+        (["--set", "ep_size=two"], "ServerArgs.ep_size is int (default 1): expected an integer"),
+        # parsed by the declaration's own EnvBool.parse (environ.py:143-151), which raises
+        (["--env", "SGLANG_OPT_USE_JIT_KERNEL_GROUPED_TOPK=banana"],
+         "ValueError raised at sglang/srt/environ.py:150 in EnvBool.parse"),
+        (["--env", "not_a_var=1"], "declares no such variable"),
+        (["--package", "nosuchpkg=false"], "no module this deployment loads imports it"),
+    ],
+)  # fmt: skip
+def test_a_flag_value_the_release_would_not_take_is_exit_2(
+    capsys: pytest.CaptureFixture[str], flag: list[str], said: str
+) -> None:
+    argv = ["inspect", str(CONFIGS / "zai-org--GLM-5.json"), "--framework", "sglang==0.5.23",
+            "--gpu", "sm120", "--tp", "8", *flag]  # fmt: skip
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert flag[1].split("=")[0] in err and said in err, err
+
+
+@pytest.mark.network
+def test_a_boolean_server_argument_is_parsed_as_one() -> None:
+    """`--set disable_cuda_graph=False` is False (it used to be the string 'False', true)."""
+    for word, captured in (("False", True), ("true", False), ("0", True)):
+        doc = api.inspect(api.InspectRequest(
+            model=str(CONFIGS / "zai-org--GLM-5.json"), framework="sglang==0.5.23", gpu="sm120",
+            tp=8, server_args=api.parse_assignments([f"disable_cuda_graph={word}"], "--set",
+                                                    literal=True)))  # fmt: skip
+        assert doc["dispatch"]["server_args"]["disable_cuda_graph"]["value"] == str(not captured)
+        oea106 = next(c for c in doc["verdict"]["constraints"] if c["id"] == "OEA106")
+        assert ("inside a captured CUDA graph" in oea106["finding"]) is captured, oea106
+
+
+@pytest.mark.network
 def test_nvfp4_is_the_frameworks_modelopt_fp4() -> None:
     doc = api.inspect(api.InspectRequest(model=DSV3, framework="sglang==0.5.23", gpu="sm120",
                                          tp=8, quant="nvfp4"))  # fmt: skip

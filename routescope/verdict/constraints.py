@@ -154,12 +154,14 @@ def cuda_graph(
     given = (doc.get("deployment") or {}).get("server_args", {}).get(arg)
     resolved = ((doc.get("dispatch") or {}).get("server_args") or {}).get(arg)
     value: bool | None
-    if given is not None:
-        value, ev = bool(given), [f"server argument {arg} = {given} (--set)"]
-    elif resolved is not None and resolved["value"] in ("True", "False"):
+    # what the server ends with (a --set value typed as the field declares it, then the server's
+    # own post-processing) before the flag as given
+    if resolved is not None and resolved["value"] in ("True", "False"):
         value = resolved["value"] == "True"
         said = "; ".join(resolved["origins"]) or "the server's resolved arguments"
         ev = [f"server argument {arg} = {resolved['value']} as the server resolved it ({said})"]
+    elif isinstance(given, bool):
+        value, ev = given, [f"server argument {arg} = {given} (--set)"]
     else:
         value_or_none, where = _field_default(index, fw["graph"]["server_args_class"], arg)
         value = bool(value_or_none) if value_or_none is not None else None

@@ -29,6 +29,7 @@ from routescope.analysis.phases.block import (
 from routescope.analysis.phases.checkpoint import checkpoint_of, config_instance, served_config
 from routescope.analysis.phases.consumer import into_consumer
 from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.flags import check_env_values, check_unread
 from routescope.analysis.phases.frameworks import FrameworkRules, build_facts
 from routescope.analysis.phases.loader import (
     build_quant_config,
@@ -100,6 +101,7 @@ def trace_dispatch(
         dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
     )
     engine = Engine(index, facts, Budget())
+    env_declared = check_env_values(engine, rules, dep.env)
     forks: list[Decision] = []
     choosing: list[Decision] = []
     server_args = server_arguments(engine, rules, dep, notes, forks, choosing)
@@ -178,6 +180,7 @@ def trace_dispatch(
                 stopped = f"the router's forward returned an unknown value: {p.result}"
             paths.append(replace(p, stopped=stopped, setup=tuple(bst.decisions),
                                  end=None, value=None))  # fmt: skip
+    check_unread(engine, rules, dep.env, dep.packages, env_declared, version)
     for name, exc, at in engine.import_errors:
         where = f" at {at[0]}:{at[1]}" if at else ""
         notes.append(

@@ -72,6 +72,7 @@ def server_arguments(
                 raise RoutescopeError(
                     f"--set {key}={value}", f"not a choice declared at {d.where}: {d.shown()}"
                 )
+            value = typed(key, value, inst.fields.get(key), cls.qualname)
             given[key] = Const(value, (f"--set {key}",))
         inst.fields.update({k: v for k, v in given.items() if k in fields})
         unsettled = False
@@ -132,6 +133,35 @@ def server_arguments(
         return inst
     notes.append("no server-argument class found; server arguments are unknown")
     return Unknown("server arguments", kind=UnknownKind.INPUT)
+
+
+TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def typed(key: str, value: Any, default: Value | None, owner: str) -> Any:
+    """A --set value as the field's type has it, the type read from its default: a boolean
+    field takes true/false (1/0, yes/no; any case), an integer field an integer, a float field
+    a number. A value of another type exits 2 (the string 'False' would count as true)."""
+    if not isinstance(default, Const) or default.value is None:
+        return value
+    kind = type(default.value)
+    shown = f"{owner}.{key} is {kind.__name__} (default {default.value!r})"
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower()
+        if word in TRUE or word in FALSE:
+            return word in TRUE
+        raise RoutescopeError(f"--set {key}={value}", f"{shown}: expected true or false")
+    if kind is int and not (isinstance(value, int) and not isinstance(value, bool)):
+        raise RoutescopeError(f"--set {key}={value}", f"{shown}: expected an integer")
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise RoutescopeError(f"--set {key}={value}", f"{shown}: expected a number")
+        return float(value)
+    if kind is str and not isinstance(value, str):
+        return str(value) if not isinstance(value, bool) else value
+    return value
 
 
 def _step_name(entry: Any) -> str:
