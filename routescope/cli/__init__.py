@@ -37,9 +37,19 @@ def _root(
 
 def _register() -> None:
     # One module per command; each exposes `register(app)`.
-    from routescope.cli import cache, check, gpus, inspect, patch, report, simulate, source
+    from routescope.cli import (
+        cache,
+        check,
+        gpus,
+        inspect,
+        patch,
+        report,
+        simulate,
+        source,
+        timeline,
+    )
 
-    for module in (inspect, report, check, patch, simulate, gpus, source, cache):
+    for module in (inspect, report, check, timeline, patch, simulate, gpus, source, cache):
         module.register(app)
 
 

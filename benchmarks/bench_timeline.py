@@ -1,0 +1,56 @@
+"""Wall time of `routescope timeline`, as a user runs it (a fresh process each time).
+
+Usage: python benchmarks/bench_timeline.py [--from 0.5.9] [--to 0.5.23] [--jobs N]
+  "traced": the framework source already cached, the report cache off (ROUTESCOPE_TRACE_CACHE=0):
+            every release is traced, in parallel over the cores;
+  "warm":   the same again with the report cache on, after one run has filled it.
+Prints a markdown table and the releases grouped by path (the answer, to check it)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GLM5 = "examples/configs/zai-org--GLM-5.json"
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    start = time.monotonic()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    took = time.monotonic() - start
+    if done.returncode not in (0, 2):
+        sys.exit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return took, done.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--from", dest="start", default="0.5.9")
+    ap.add_argument("--to", dest="end", default="0.5.23")
+    ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--python", default=sys.executable)
+    args = ap.parse_args()
+    argv = [args.python, "-m", "routescope", "timeline", GLM5, "--framework", "sglang",
+            "--gpu", "sm120", "--tp", "8", "--from", args.start, "--to", args.end]  # fmt: skip
+    if args.jobs:
+        argv += ["--jobs", str(args.jobs)]
+    base = dict(os.environ)
+    traced, out = _run(argv, {**base, "ROUTESCOPE_TRACE_CACHE": "0"})
+    _run(argv, base)  # fill the report cache
+    warm, _ = _run(argv, base)
+    releases = sum(1 for line in out.splitlines() if line[:1].isdigit())
+    print(f"GLM-5 on SGLang {args.start} .. {args.end}, SM120, TP8, {os.cpu_count()} cores\n")
+    print("| run | seconds |\n|---|---|")
+    print(f"| traced (source cached, report cache off) | {traced:.1f} |")
+    print(f"| warm (report cache) | {warm:.1f} |")
+    print(f"\n{releases} groups:\n")
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""A timeline as text (the terminal), markdown (a table, then each change) or JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from routescope.render.markdown import cell, code
+
+
+def _span(versions: list[str]) -> str:
+    return versions[0] if len(versions) == 1 else f"{versions[0]} .. {versions[-1]}"
+
+
+def _answer(g: dict[str, Any]) -> str:
+    if g["status"] == "error":
+        return f"error: {g.get('error', '')}"
+    router = ", ".join(f"{k}={v}" for k, v in g["router"].items())
+    text = f"{g['status']}: {g['sink']}" + (f" ({router})" if router else "")
+    if g["blockers"]:
+        text += f"; BLOCKED: {', '.join(b.rsplit('.', 1)[-1] for b in g['blockers'])}"
+    return text
+
+
+def _decision(d: dict[str, Any]) -> str:
+    word = {True: "true", False: "false", None: "unknown"}[d["value"]]
+    return f"{' '.join(d['condition'].split())} → {word}  ({d['at']})"
+
+
+def _change_lines(c: dict[str, Any], indent: str = "    ") -> list[str]:
+    out: list[str] = []
+    for f in c["fields"]:
+        out.append(f"{indent}{f['field']}: {f['before']} → {f['after']}")
+    for block in c["decisions"]:
+        for d in block["before"]:
+            out.append(f"{indent}- {c['from_version']}: {_decision(d)}")
+        for d in block["after"]:
+            out.append(f"{indent}+ {c['to_version']}: {_decision(d)}")
+    if not c["decisions"]:
+        out.append(f"{indent}(no decision on the two paths differs: the change is in what the "
+                   "path reads, not in a guard)")  # fmt: skip
+    return out
+
+
+def text(t: dict[str, Any]) -> str:
+    dep = t["deployment"]
+    head = f"{t['model']} · {t['framework']} · {dep['gpu']} · TP{dep['tp']}"
+    out = [head, ""]
+    for g in t["groups"]:
+        out.append(f"{_span(g['versions']):<20} {_answer(g)}")
+    for c in t["changes"]:
+        out += ["", f"{c['from_version']} → {c['to_version']}:", *_change_lines(c)]
+    return "\n".join(out) + "\n"
+
+
+def markdown(t: dict[str, Any]) -> str:
+    dep = t["deployment"]
+    out = [f"# routescope timeline: {code(t['model'])} on {t['framework']}", "",
+           f"{dep['gpu']}, TP{dep['tp']}" + (f", {dep['quant']}" if dep.get("quant") else ""),
+           "", "| releases | status | router kernel | top_k | output format | runner | blockers |",
+           "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for g in t["groups"]:
+        r = g["router"]
+        out.append(
+            f"| {_span(g['versions'])} | {g['status']} | "
+            f"{cell(g['sink'] or g.get('error', ''))} | {r.get('top_k', '')} | "
+            f"{r.get('output_format', '')} | {r.get('runner_backend', '')} | "
+            f"{cell(', '.join(g['blockers'])) if g['blockers'] else ''} |"
+        )
+    for c in t["changes"]:
+        out += ["", f"## {c['from_version']} → {c['to_version']}", ""]
+        for f in c["fields"]:
+            out.append(f"- **{f['field']}:** {cell(str(f['before']))} → {cell(str(f['after']))}")
+        for block in c["decisions"]:
+            for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
+                for d in block[side]:
+                    word = {True: "true", False: "false", None: "unknown"}[d["value"]]
+                    out.append(f"- {version}: {code(' '.join(d['condition'].split()))} → "
+                               f"**{word}** at {code(d['at'])}")  # fmt: skip
+    return "\n".join(out) + "\n"

@@ -1,0 +1,201 @@
+"""A model's decode path across every published release of a framework: the releases grouped by
+path, and for each change between neighbouring releases the decisions that changed (the guard,
+its values before and after, file:line in both releases). Each release is one `inspect`, traced
+in its own process (over the cores) and cached like any report."""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from routescope import api
+from routescope.errors import RoutescopeError
+
+ROUTER_FIELDS = ("top_k", "output_format", "runner_backend")
+SHOWN_DECISIONS = 3  # decisions per side of one change
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    status: str  # selected, forked, unknown, provisional, or error
+    sink: str  # "name [kind]", or what ends the path
+    router: dict[str, str] = field(default_factory=dict)
+    blockers: tuple[str, ...] = ()
+    error: str = ""
+
+    @property
+    def path(self) -> tuple[Any, ...]:
+        """What tells two releases' answers apart."""
+        return (self.status, self.sink, tuple(sorted(self.router.items())), self.blockers,
+                self.error)  # fmt: skip
+
+
+def releases_between(
+    name: str, versions: list[str], start: str | None, end: str | None
+) -> list[str]:
+    """Final releases from `start` to `end` (inclusive) in version order; a bound that is not a
+    published version exits 2 naming the nearest ones."""
+    parsed: list[tuple[Version, str]] = []
+    for v in versions:
+        try:
+            parsed.append((Version(v), v))
+        except InvalidVersion:
+            continue
+    known = {v for _, v in parsed}
+    for flag, bound in (("--from", start), ("--to", end)):
+        if bound is not None and bound not in known:
+            from routescope.source.registry import nearest_versions
+
+            near = ", ".join(nearest_versions(bound, [v for _, v in parsed]))
+            raise RoutescopeError(f"{flag} {bound}", f"{name} has no such release; nearest: {near}")
+    lo = Version(start) if start else None
+    hi = Version(end) if end else None
+    return [v for pv, v in sorted(parsed)
+            if not (pv.is_prerelease or pv.is_devrelease)
+            and (lo is None or pv >= lo) and (hi is None or pv <= hi)]  # fmt: skip
+
+
+def _one(req: api.InspectRequest) -> dict[str, Any]:
+    """One release's report, or why there is none (run in a worker process)."""
+    try:
+        return {"report": api.inspect(req)}
+    except RoutescopeError as exc:
+        return {"error": f"{exc.subject}: {exc.message}"}
+
+
+def summarise(version: str, got: dict[str, Any]) -> Release:
+    if "error" in got:
+        return Release(version, "error", "", error=got["error"])
+    doc = got["report"]
+    disp = doc["dispatch"]
+    path = _path(doc)
+    sink = (path or {}).get("sink")
+    if sink:
+        shown = f"{sink['name']} [{sink['kind']}]"
+    elif disp["status"] == "forked":
+        shown = ", ".join(sorted({(p["sink"] or {}).get("name", "no kernel")
+                                  for p in disp["paths"]}))  # fmt: skip
+    else:
+        shown = (path or {}).get("stopped") or "no kernel named"
+    router = disp.get("router") or {}
+    fields = {k: re.sub(r"^\w+\.", "", router[k]["value"]) for k in ROUTER_FIELDS if k in router}
+    blockers = tuple(b["kernel"] for b in doc.get("blockers") or ())
+    return Release(version, disp["status"], shown, fields, blockers)
+
+
+def _path(doc: dict[str, Any]) -> dict[str, Any] | None:
+    paths = doc["dispatch"]["paths"]
+    return next((p for p in paths if p["selected"]), paths[0] if len(paths) == 1 else None)
+
+
+def _key(d: dict[str, Any]) -> tuple[str, str]:
+    return (d["function"].rsplit(":", 1)[-1], " ".join(d["condition"].split()))
+
+
+def _shown(d: dict[str, Any]) -> dict[str, Any]:
+    return {"condition": d["condition"], "value": d["value"], "at": f"{d['file']}:{d['line']}",
+            "function": d["function"]}  # fmt: skip
+
+
+def decisions_changed(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The decisions on the two paths that differ, nearest the kernel first: a guard both
+    releases evaluate with another value, or one only one of them evaluates. Guards are matched
+    by function and condition text (their lines move between releases)."""
+    b = [d for d in (*before.get("setup_decisions", ()), *before["decisions"])]
+    a = [d for d in (*after.get("setup_decisions", ()), *after["decisions"])]
+    # the guards of functions both releases run: where the paths part (a function only one
+    # of them enters, such as the new kernel's own launcher, is a consequence, not the cause)
+    common = {_key(d)[0] for d in b} & {_key(d)[0] for d in a}
+    b = [d for d in b if _key(d)[0] in common]
+    a = [d for d in a if _key(d)[0] in common]
+    keys_b = [(*_key(d), d["value"]) for d in b]
+    keys_a = [(*_key(d), d["value"]) for d in a]
+    out: list[dict[str, Any]] = []
+    blocks = difflib.SequenceMatcher(None, keys_b, keys_a, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in reversed(blocks):
+        if tag == "equal":
+            continue
+        out.append({
+            "before": [_shown(d) for d in b[i1:i2][:SHOWN_DECISIONS]],
+            "after": [_shown(d) for d in a[j1:j2][:SHOWN_DECISIONS]],
+        })  # fmt: skip
+        if len(out) == 2:
+            break
+    return out
+
+
+def build_timeline(
+    req: api.InspectRequest, versions: list[str], jobs: int | None = None
+) -> dict[str, Any]:
+    """Trace `req` on each version (in parallel), group them by path and explain each change."""
+    name = (req.framework or "").partition("==")[0]
+    reqs = [replace(req, framework=f"{name}=={v}") for v in versions]
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(reqs)))
+    if workers == 1:
+        results = [_one(r) for r in reqs]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_one, reqs))
+    rels = [summarise(v, got) for v, got in zip(versions, results, strict=True)]
+    groups: list[dict[str, Any]] = []
+    for r in rels:
+        if groups and groups[-1]["path"] == r.path:
+            groups[-1]["versions"].append(r.version)
+        else:
+            groups.append({"path": r.path, "versions": [r.version], "release": r})
+    changes = []
+    for prev, cur in itertools.pairwise(groups):
+        i = versions.index(cur["versions"][0])
+        before, after = results[i - 1], results[i]
+        decided: list[dict[str, Any]] = []
+        if "report" in before and "report" in after:
+            pb, pa = _path(before["report"]), _path(after["report"])
+            if pb is not None and pa is not None:
+                decided = decisions_changed(pb, pa)
+        b, a = prev["release"], cur["release"]
+        changes.append({
+            "from_version": versions[i - 1], "to_version": versions[i],
+            "before": _public(b), "after": _public(a),
+            "fields": [{"field": k, "before": _plain(getattr(b, k)),
+                        "after": _plain(getattr(a, k))}
+                       for k in ("status", "sink", "router", "blockers", "error")
+                       if getattr(b, k) != getattr(a, k)],
+            "decisions": decided,
+        })  # fmt: skip
+    return {
+        "model": req.model,
+        "framework": name,
+        "deployment": {
+            "gpu": req.gpu,
+            "tp": req.tp,
+            "ep": req.ep,
+            "quant": req.quant,
+            "server_args": req.server_args,
+            "env": req.env,
+            "packages": req.packages,
+        },
+        "releases": [{"version": r.version, **_public(r)} for r in rels],
+        "groups": [{"versions": g["versions"], **_public(g["release"])} for g in groups],
+        "changes": changes,
+    }
+
+
+def _plain(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+def _public(r: Release) -> dict[str, Any]:
+    out = asdict(r)
+    out["blockers"] = list(r.blockers)
+    out.pop("version", None)
+    if not out["error"]:
+        out.pop("error")
+    return out

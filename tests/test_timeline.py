@@ -1,0 +1,122 @@
+"""`routescope timeline`: releases grouped by path and the decisions that changed between them.
+Offline: the grouping, the decision diff and the renderers on reports shaped as inspect writes
+them; the network test traces GLM-5 on SGLang 0.5.16 and 0.5.17 (SM120), where the router moves
+from the torch.compile fallback to SGLang's Triton router."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from routescope import api
+from routescope.cli import main
+from routescope.errors import RoutescopeError
+from routescope.render import timeline as render
+from routescope.timeline import build_timeline, decisions_changed, releases_between, summarise
+from tests.conftest import CONFIGS
+
+
+def _d(fn: str, cond: str, value: bool | None, line: int) -> dict[str, Any]:
+    return {"file": "sglang/srt/layers/moe/topk.py", "line": line, "function": f"m:{fn}",
+            "condition": cond, "value": value}  # fmt: skip
+
+
+def _report(sink: str, kind: str, decisions: list[dict[str, Any]]) -> dict[str, Any]:
+    path = {"selected": True, "sink": {"name": sink, "kind": kind}, "decisions": decisions,
+            "setup_decisions": [], "stopped": None}  # fmt: skip
+    router = {"top_k": {"value": "9"}, "output_format": {"value": "TopKOutputFormat.STANDARD"}}
+    return {"dispatch": {"status": "selected", "paths": [path], "router": router}}
+
+
+OLD = _report("topk:biased_grouped_topk_impl", "torch_compile", [
+    _d("select_experts", "use_grouped_topk", True, 955),
+    _d("biased_grouped_topk_gpu", "num_experts == 384", False, 1546),
+    _d("biased_grouped_topk_gpu", "num_experts <= 512 and fused == 0", False, 1586),
+])  # fmt: skip
+NEW = _report("moe_fused_gate:_router_triton_kernel", "triton", [
+    _d("select_experts", "use_grouped_topk", True, 960),
+    _d("biased_grouped_topk_gpu", "_jit_gate_ok", True, 1592),
+    _d("moe_fused_gate", "use_pdl", True, 342),  # the new kernel's own launcher: not the cause
+])  # fmt: skip
+
+
+def test_the_decision_that_changed_is_where_the_paths_part() -> None:
+    (block,) = decisions_changed(OLD["dispatch"]["paths"][0], NEW["dispatch"]["paths"][0])
+    assert [d["condition"] for d in block["before"]] == [
+        "num_experts == 384", "num_experts <= 512 and fused == 0"]  # fmt: skip
+    assert [(d["condition"], d["value"], d["at"]) for d in block["after"]] == [
+        ("_jit_gate_ok", True, "sglang/srt/layers/moe/topk.py:1592")]  # fmt: skip
+
+
+def test_a_guard_that_moved_lines_is_no_change() -> None:
+    shifted = [{**d, "line": d["line"] + 40} for d in OLD["dispatch"]["paths"][0]["decisions"]]
+    moved = _report("topk:biased_grouped_topk_impl", "torch_compile", shifted)
+    assert decisions_changed(OLD["dispatch"]["paths"][0], moved["dispatch"]["paths"][0]) == []
+
+
+def test_releases_group_by_path_and_each_change_is_explained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    by_version = {"0.5.15": OLD, "0.5.16": OLD, "0.5.17": NEW, "0.5.18": NEW}
+
+    def fake(req: api.InspectRequest) -> dict[str, Any]:
+        return {"report": by_version[req.framework.partition("==")[2]]}  # type: ignore[union-attr]
+
+    monkeypatch.setattr("routescope.timeline._one", fake)
+    req = api.InspectRequest(model="glm5", framework="sglang", gpu="sm120", tp=8)
+    t = build_timeline(req, list(by_version), jobs=1)
+    assert [g["versions"] for g in t["groups"]] == [["0.5.15", "0.5.16"], ["0.5.17", "0.5.18"]]
+    (change,) = t["changes"]
+    assert (change["from_version"], change["to_version"]) == ("0.5.16", "0.5.17")
+    assert change["fields"][0]["field"] == "sink"
+    assert change["after"]["router"] == {"top_k": "9", "output_format": "STANDARD"}
+    json.dumps(t)  # JSON as it is printed
+    text = render.text(t)
+    assert "0.5.15 .. 0.5.16" in text and "0.5.16 → 0.5.17:" in text
+    assert "+ 0.5.17: _jit_gate_ok → true  (sglang/srt/layers/moe/topk.py:1592)" in text
+    md = render.markdown(t)
+    assert "| 0.5.17 .. 0.5.18 | selected | moe_fused_gate:_router_triton_kernel [triton] |" in md
+    assert "## 0.5.16 → 0.5.17" in md and "`_jit_gate_ok` → **true**" in md
+
+
+def test_a_release_that_cannot_be_traced_is_its_own_group() -> None:
+    r = summarise("0.5.4", {"error": "model: the release serves no GlmMoeDsaForCausalLM"})
+    assert r.status == "error" and "GlmMoeDsaForCausalLM" in r.error
+
+
+def test_range_is_final_releases_and_an_unknown_bound_is_exit_2() -> None:
+    versions = ["0.5.8", "0.5.9", "0.5.10rc1", "0.5.10", "0.5.11", "0.4.0.post1"]
+    assert releases_between("sglang", versions, "0.5.9", "0.5.10") == ["0.5.9", "0.5.10"]
+    assert releases_between("sglang", versions, None, "0.5.8") == ["0.4.0.post1", "0.5.8"]
+    with pytest.raises(RoutescopeError) as err:
+        releases_between("sglang", versions, "0.5.99", None)
+    assert err.value.subject == "--from 0.5.99" and "0.5.11" in err.value.message
+
+
+@pytest.mark.network
+def test_glm5_moves_to_the_triton_router_at_0_5_17(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["timeline", str(CONFIGS / "zai-org--GLM-5.json"), "--framework", "sglang",
+            "--gpu", "sm120", "--tp", "8", "--from", "0.5.16", "--to", "0.5.17", "--format",
+            "json"]  # fmt: skip
+    assert main(argv) == 0
+    t = json.loads(capsys.readouterr().out)
+    (change,) = t["changes"]
+    assert (
+        change["before"]["sink"]
+        == "sglang.srt.layers.moe.topk:biased_grouped_topk_impl [torch_compile]"
+    )
+    assert change["after"]["sink"] == (
+        "sglang.kernels.ops.moe.moe_fused_gate:_router_triton_kernel [triton]")  # fmt: skip
+    block = change["decisions"][0]
+    # 0.5.16 launches the Triton router for 384 experts only; 0.5.17's _jit_gate_ok admits GLM-5
+    assert block["before"][0]["condition"].startswith("_is_cuda and num_experts == 384")
+    assert block["before"][0]["value"] is False
+    assert (block["after"][0]["condition"], block["after"][0]["value"]) == ("_jit_gate_ok", True)
+    assert block["after"][0]["at"].startswith("sglang/srt/layers/moe/topk.py:")
+
+
+def test_timeline_takes_a_name_not_a_pin(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["timeline", str(CONFIGS / "zai-org--GLM-5.json"), "--framework", "sglang==0.5.9"])
+    assert code == 2 and "give the name only" in capsys.readouterr().err
