@@ -50,7 +50,7 @@ def parse_assignments(items: list[str], what: str, literal: bool) -> dict[str, A
         if literal:
             try:
                 parsed = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):
                 parsed = value
         out[key.strip()] = parsed
     return out

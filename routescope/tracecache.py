@@ -83,7 +83,7 @@ def cached(key: str | None, compute: Callable[[], dict[str, Any]]) -> dict[str, 
         if isinstance(doc, dict) and doc.get("key") == key and isinstance(doc.get("report"), dict):
             report: dict[str, Any] = doc["report"]
             return report
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass
     report = compute()
     if report.pop(TRANSIENT, False):

@@ -69,12 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.ERROR
     except typer.Exit as exc:
         return int(exc.exit_code)
-    except typer.TyperException as exc:  # usage errors: typer prints them like click does
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        else:
-            print(f"routescope: error: {exc}", file=sys.stderr)
+    except typer.TyperException as exc:  # usage errors: one line, like every other error
+        fmt = getattr(exc, "format_message", None)
+        message = fmt() if callable(fmt) else str(exc)
+        ctx = getattr(exc, "ctx", None)
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        print(f"routescope: error: {' '.join(str(message).split())}{where}", file=sys.stderr)
         return ExitCode.ERROR
     except KeyboardInterrupt:
         return ExitCode.ERROR

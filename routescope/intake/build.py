@@ -58,6 +58,14 @@ def build_spec(
     model_types = [t for t in (routing.get("model_type"), model_type.value) if isinstance(t, str)]
     bias = derive.correction_bias(r, topk_method, scoring, model_types)
     arch = _top_or_routing(raw, routing, "architectures", level)
+    if arch.value is not None and not (
+        isinstance(arch.value, list) and all(isinstance(a, str) for a in arch.value)
+    ):  # a framework picks its model class by architectures[0], a class name
+        raise RoutescopeError(
+            subject, f"architectures must be a list of class names, not {arch.value!r:.60}"
+        )
+    if model_type.value is not None and not isinstance(model_type.value, str):
+        raise RoutescopeError(subject, f"model_type must be a string, not {model_type.value!r:.60}")
     arch_tuple = Sourced(
         tuple(arch.value) if isinstance(arch.value, list) else None, arch.provenance
     )

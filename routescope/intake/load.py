@@ -69,6 +69,8 @@ def _read_file(model: str, kind: str, path: Path) -> tuple[ModelRef, dict[str, A
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         raise RoutescopeError(str(path), f"malformed JSON at {where}: {exc.msg}") from None
+    except RecursionError:
+        raise RoutescopeError(str(path), "JSON nested too deeply to read") from None
     if not isinstance(raw, dict):
         raise RoutescopeError(str(path), "config.json must hold a JSON object")
     sha = hashlib.sha256(data).hexdigest()

@@ -67,7 +67,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
     """A cached JSON document, or None when absent or unreadable (then it is fetched again)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
