@@ -84,10 +84,10 @@ class SinksMixin(EngineBase):
         inputs = [*args, *kwargs.values()]
         inherited = producer_of(inputs, st.claims)
         if inherited is not None:
-            self._launched(st, name, rule, node, kwargs)
+            self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(producer=inherited)
         if role_of(inputs) != "scores" or (rule.kind == "torch" and self.compiling):
-            self._launched(st, name, rule, node, kwargs)
+            self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(made_at=self.made_at(node), role=role_of(inputs))
         hit = self._hit(name, rule, node, kwargs)
         st.sinks.append(hit)
@@ -103,11 +103,13 @@ class SinksMixin(EngineBase):
                        self.compiling[-1] if self.compiling else "", routes)  # fmt: skip
 
     def _launched(self, st: PathState, name: str, rule: SinkRule, node: ast.AST | None,
-                  kwargs: dict[str, Value]) -> None:  # fmt: skip
+                  inputs: list[Value], kwargs: dict[str, Value]) -> None:  # fmt: skip
         """A kernel the decode path launches that routes nothing (what a deployment runs on the
-        GPU besides the router: the experts' kernels are checked against the target GPU).
-        Torch's own ops, and anything inside a torch.compile'd function, are not launches."""
-        if self.tracing and rule.kind != "torch" and not self.compiling:
+        GPU besides the router: the experts' kernels are checked against the target GPU). A
+        launch is handed tensors (a library's enum or config built from plain values is not);
+        torch's own ops, and anything inside a torch.compile'd function, are not launches."""
+        if (self.tracing and rule.kind != "torch" and not self.compiling
+                and tensors_in(inputs)):  # fmt: skip
             st.sinks.append(self._hit(name, rule, node, kwargs, routes=False))
 
     def claim_outputs(self, st: PathState, inputs: list[Value], hit: SinkHit) -> None:

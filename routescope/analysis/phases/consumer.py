@@ -25,7 +25,12 @@ from routescope.analysis.phases.trace import (
 
 
 def into_consumer(
-    engine: Engine, rules: FrameworkRules, block: Value, traced: list[TracedPath], notes: list[str]
+    engine: Engine,
+    rules: FrameworkRules,
+    block: Value,
+    traced: list[TracedPath],
+    notes: list[str],
+    hidden: Value | None = None,
 ) -> list[TracedPath]:
     """A router path that hands its inputs on without routing (no kernel, a returned record of
     the logits) goes on into the layer the block hands the result to, where the
@@ -48,8 +53,9 @@ def into_consumer(
             out.append(p)
             continue
         fn = engine.attribute(p.end, consumer, rule["call"])[0][1]
+        hidden = hidden if hidden is not None else Tensor()
         if p.sink is not None:  # the router routed: what the experts then launch on the GPU
-            out.append(replace(p, experts=_experts_launches(engine, fn, p)))
+            out.append(replace(p, experts=_experts_launches(engine, fn, p, hidden)))
             continue
         engine.budget.push(PHASE_STEPS["trace"], "the consumer trace exceeded its budget")
         engine.tracing = True
@@ -57,7 +63,7 @@ def into_consumer(
             more = trace_serving(
                 engine,
                 fn,
-                [Tensor(), p.value],
+                [hidden, p.value],
                 {},
                 p.end,
                 "the experts layer's decode forward",
@@ -82,6 +88,18 @@ def into_consumer(
             )
             out.append(p)
             continue
+        raising = [q for q in more if q.outcome == "raise" and not q.sink]
+        if raising and len(raising) < len(more):
+            # the layer is staged without the tensors weight loading makes: a way that raises
+            # where another reaches the kernel rests on what was not loaded, not on the route
+            at = raising[0].end.raised_at if raising[0].end is not None else None
+            where = f" at {at[0]}:{at[1]}" if at else ""
+            notes.append(
+                f"{len(raising)} way(s) through {handoff[0]} raise {raising[0].result}{where} "
+                "with the layer as constructed (weight loading, not modelled, makes its "
+                "tensors): left out"
+            )
+            more = [q for q in more if q not in raising]
         for q in more:
             out.append(
                 TracedPath(
@@ -103,7 +121,9 @@ def into_consumer(
     return out
 
 
-def _experts_launches(engine: Engine, fn: Value, p: TracedPath) -> tuple[tuple[SinkHit, ...], ...]:
+def _experts_launches(
+    engine: Engine, fn: Value, p: TracedPath, hidden: Value
+) -> tuple[tuple[SinkHit, ...], ...]:
     """The kernels each way through the experts layer's forward launches, handed the router's
     result (the layer as built: weight loading, which routescope does not model, never ran, so
     a way that raises or stops tells nothing and is left out)."""
@@ -112,7 +132,7 @@ def _experts_launches(engine: Engine, fn: Value, p: TracedPath) -> tuple[tuple[S
     engine.budget.push(PHASE_STEPS["trace"], "the experts trace exceeded its budget")
     engine.tracing = True
     try:
-        ways = trace_call(engine, fn, [Tensor(), p.value], {}, start=p.end)
+        ways = trace_call(engine, fn, [hidden, p.value], {}, start=p.end)
     finally:
         engine.tracing = False
         engine.budget.pop()

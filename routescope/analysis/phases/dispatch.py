@@ -13,9 +13,11 @@ from routescope.analysis.engine.values import (
     AtLeast,
     ClassVal,
     Const,
+    External,
     Instance,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
     describe,
 )
@@ -36,6 +38,7 @@ from routescope.analysis.phases.loader import (
     reported_args,
     run_model_init,
     served_quantization,
+    server_model_config,
 )
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
@@ -68,6 +71,20 @@ class Dispatch:
     # kernels (the rules' `chooses`): the values they compare against are the ways out of a
     # blocker worth trying
     choosing: tuple[Decision, ...] = ()
+
+
+def _hidden_states(spec: RoutingSpec, config: Instance) -> Tensor:
+    """What the experts layer is handed during decode: [tokens, hidden_size] activations in
+    the checkpoint's dtype (config.json's torch_dtype / dtype)."""
+    width = spec.hidden_size.value
+    dims: tuple[Value, ...] = (
+        AtLeast(1, "tokens in the batch"),
+        Const(width, ("config.json hidden_size",)) if isinstance(width, int) else Unknown(
+            "hidden_size", kind=UnknownKind.INPUT),
+    )  # fmt: skip
+    dtype = next((v.name for k in ("torch_dtype", "dtype")
+                  if isinstance(v := config.fields.get(k), External)), None)  # fmt: skip
+    return Tensor(dims, dtype)
 
 
 def uncovered(rules: FrameworkRules, version: str | None) -> str:
@@ -119,6 +136,7 @@ def trace_dispatch(
     models = rules.data["models"]
     model_cls = find_model_class(engine, models["package"], models["registry_name"], arch)
     site = find_block(engine, model_cls, router_cls)
+    facts.bindings["server_model_config"] = server_model_config(engine, rules, server_args, notes)
     quant = served_quantization(
         engine, rules, server_args, dep.quant or spec.quantization.value, notes
     )
@@ -172,7 +190,7 @@ def trace_dispatch(
         finally:
             engine.tracing = False
             engine.budget.pop()
-        traced = into_consumer(engine, rules, block, traced, notes)
+        traced = into_consumer(engine, rules, block, traced, notes, _hidden_states(spec, config))
         for p in traced:
             stopped = p.stopped
             if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
