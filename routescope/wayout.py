@@ -14,6 +14,10 @@ from routescope.analysis.phases.deployment import Deployment
 from routescope.errors import RoutescopeError
 
 MAX_TRIES = 4  # traces a way-out search may cost (each is a whole trace)
+# what a way out found by tracing cannot promise: the trace builds the layers without loading
+# weights, so a failure there (a checkpoint's shapes the chosen runner cannot take) is not seen
+NOT_CHECKED = ("weight loading is not traced: a failure there (a checkpoint shape the runner "
+               "it leads to cannot take) would not show")  # fmt: skip
 
 
 def _field(node: ast.expr) -> str | None:
@@ -122,5 +126,6 @@ def find_way_out(
                 if k in router
             },
             "tried": tried,
+            "not_checked": NOT_CHECKED,
         }
     return {"flags": [], "tried": tried}

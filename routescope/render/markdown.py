@@ -85,9 +85,11 @@ def _blockers(blockers: list[dict[str, Any]]) -> list[str]:
             sink = way.get("sink") or {}
             router = way.get("router") or {}
             reached = ", ".join(f"{k} {code(v)}" for k, v in router.items())
+            caveat = f" ({cell(way['not_checked'])})" if way.get("not_checked") else ""
             out.append(f"- **Way out:** {code(' '.join(way['flags']))}: the trace then selects "
                        f"{code(sink.get('name', '?'))} ({sink_label(sink) if sink else '?'})"
-                       + (f", {reached}" if reached else "") + ", with no blocker")  # fmt: skip
+                       + (f", {reached}" if reached else "") + ", with no blocker"
+                       + caveat)  # fmt: skip
         else:
             out.append("- **Way out:** none found")
         for t in way.get("tried", ()):

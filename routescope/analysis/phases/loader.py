@@ -99,6 +99,42 @@ def run_model_init(
         engine.only_module = None
 
 
+def server_model_config(
+    engine: Engine, rules: FrameworkRules, server_args: Value, notes: list[str]
+) -> Value:
+    """The model config the server builds from its arguments (the rules' `model_config`, e.g.
+    `ModelConfig.from_server_args`), for a release whose argument resolution does not build
+    one itself: the loader is handed it, with the quantization the release's own ModelConfig
+    resolves from the checkpoint. None when the rules name none or it cannot be built (the
+    loader then gets the rules' stand-in)."""
+    entry = (rules.data["models"].get("loader") or {}).get("model_config")
+    if not entry or not isinstance(server_args, Instance):
+        return Const(None)
+    if not isinstance(server_args.fields.get("_model_config", Const(None)), Const):
+        return Const(None)  # the argument resolution built it (0.5.20+)
+    fn = resolve_entry(engine, entry)
+    if not isinstance(fn, FunctionVal):
+        return Const(None)
+    outs = run_phase(
+        engine,
+        PHASE_STEPS["model"],
+        f"the model config ({fn.qualname})",
+        lambda: engine.call(PathState(envs=[{}]), fn, [server_args], {}, None),
+    )
+    values = [v for _, v in outs]
+    stopped = next((st.stopped for st, _ in outs if st.stopped), "")
+    if stopped or not values or not all(v is values[0] for v in values):
+        why = stopped or "several outcomes"
+        notes.append(f"the model config was not built ({why}): the loader gets a stand-in")
+        return Const(None)
+    if not isinstance(values[0], Instance):
+        notes.append(f"the model config was not built ({describe(values[0])}): the loader "
+                     "gets a stand-in")  # fmt: skip
+        return Const(None)
+    engine.commit_all([st for st, _ in outs])
+    return values[0]
+
+
 def build_quant_config(
     engine: Engine, rules: FrameworkRules, quant: str, notes: list[str]
 ) -> Value:
