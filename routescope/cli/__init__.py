@@ -76,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         print(f"routescope: error: {' '.join(str(message).split())}{where}", file=sys.stderr)
         return ExitCode.ERROR
+    except OSError as exc:  # the machine refused (a full disk, a read-only folder): one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"routescope: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return ExitCode.ERROR
     except KeyboardInterrupt:
         return ExitCode.ERROR
     return int(result) if isinstance(result, int) else ExitCode.OK

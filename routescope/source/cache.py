@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from routescope.errors import RoutescopeError
 from routescope.fsutil import atomic_write_bytes, cache_root
 from routescope.source.tree import normalize_name
 
@@ -42,9 +43,18 @@ def read_blob(sha256: str) -> bytes | None:
     return data
 
 
+def _written(path: Path, data: bytes, durable: bool) -> None:
+    try:
+        atomic_write_bytes(path, data, durable=durable)
+    except OSError as exc:  # a full disk, a read-only cache: say so, never half a file
+        raise RoutescopeError(
+            str(path.parent), f"cannot write the source cache: {exc.strerror or exc}"
+        ) from None
+
+
 def write_blob(sha256: str, data: bytes) -> None:
     # no fsync: read_blob checks the hash, so a blob torn by a crash is just fetched again
-    atomic_write_bytes(blob_path(sha256), data, durable=False)
+    _written(blob_path(sha256), data, durable=False)
 
 
 def wheel_listing_path(wheel_sha256: str) -> Path:
@@ -73,7 +83,7 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    atomic_write_bytes(path, json.dumps(data, sort_keys=True).encode("utf-8"))
+    _written(path, json.dumps(data, sort_keys=True).encode("utf-8"), durable=True)
 
 
 def cached_versions(name: str) -> list[str]:
