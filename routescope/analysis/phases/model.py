@@ -12,6 +12,7 @@ from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
+    Const,
     ModuleVal,
     Unknown,
     UnknownKind,
@@ -66,13 +67,25 @@ def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
     """Framework classes named in the __init__ of `cls` or its bases: called, or passed on
     (a decoder-layer class handed to a base model's constructor), lambdas included."""
     out: list[ClassVal] = []
-    for owner in cls.mro():
-        init = owner.attrs.get("__init__")
+    bodies = [owner.attrs.get("__init__") for owner in cls.mro()]
+    # the methods of its own an __init__ builds parts with (`self.model = self._init_model(..)`,
+    # the most-derived override): scanned as part of the constructor
+    for init in list(bodies):
+        node = getattr(init, "node", None)
+        for sub in ast.walk(node) if node is not None else ():
+            if _self_call(sub):
+                method = cls.lookup(sub.func.attr)  # type: ignore[attr-defined]
+                if getattr(method, "node", None) is not None and method not in bodies:
+                    bodies.append(method)
+    for init in bodies:
         node = getattr(init, "node", None)
         module = getattr(init, "module", None)
         if node is None or module is None:
             continue
         st = PathState(envs=[module.globals])
+        for cls_val in _imported_here(engine, module, node):  # `from m import C` in __init__
+            if cls_val not in out and cls_val is not cls:
+                out.append(cls_val)
         for sub in ast.walk(node):
             if not isinstance(sub, (ast.Name, ast.Attribute)) or not isinstance(sub.ctx, ast.Load):
                 continue
@@ -89,6 +102,37 @@ def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
                 v = engine.resolved(v)
                 if isinstance(v, ClassVal) and v.node is not None and v not in out and v is not cls:
                     out.append(v)
+    return out
+
+
+def _self_call(node: ast.AST) -> bool:
+    """`self.m(...)`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    )
+
+
+def _imported_here(engine: Engine, module: ModuleVal, node: ast.AST) -> list[ClassVal]:
+    """Framework classes a function imports in its own body (a multimodal wrapper importing its
+    language model's class where it builds it)."""
+    out: list[ClassVal] = []
+    package = module.name.rpartition(".")[0]
+    for imp in (n for n in ast.walk(node) if isinstance(n, ast.ImportFrom)):
+        base = imp.module or ""
+        if imp.level:
+            parts = package.split(".")
+            root = ".".join(parts[: len(parts) - imp.level + 1])
+            base = f"{root}.{base}" if base else root
+        mod = engine.load_module(base) if base else None
+        if mod is None or mod.error is not None:
+            continue
+        for alias in imp.names:
+            v = engine.resolved(mod.globals.get(alias.name, Const(None)))
+            if isinstance(v, ClassVal) and v.node is not None:
+                out.append(v)
     return out
 
 
