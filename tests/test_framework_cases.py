@@ -8,6 +8,7 @@ and a deployment, and the decode path that a reading of the source established. 
 from __future__ import annotations
 
 import os
+import textwrap
 from typing import Any
 
 import pytest
@@ -65,6 +66,9 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
     )  # fmt: skip
     report = api.inspect(req)
     dispatch = report["dispatch"]
+    sketch = (report.get("verdict") or {}).get("sketch")
+    if sketch:  # the verdict's code sketch is Python that compiles
+        compile(textwrap.dedent(sketch), f"sketch of {case['model']}", "exec")
     assert dispatch["status"] == "selected", (dispatch["status"], dispatch["notes"])
     (path,) = dispatch["paths"]
     # what stops the deployment: none unless the case names it (read in the provider's source)

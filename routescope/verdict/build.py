@@ -205,7 +205,7 @@ def _constraints(
         C.groups(doc, rules),
         C.cuda_graph(doc, rules, fw, index),
         C.opaque(doc, rules, fw, point, callers, path["sink"]),
-        C.scores_available(rules, point, fw, path["sink"]),
+        C.scores_available(doc, rules, point, fw, path["sink"]),
         C.padding(rules, fw, point, masks),
         C.expert_ids(rules, fw, remaps, after, input_value(path, fw["calls"]["remap_info"])),
     ]

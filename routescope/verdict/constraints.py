@@ -235,11 +235,14 @@ def opaque(
 
 
 def scores_available(
-    rules: OeaRules, point: Point, fw: dict[str, Any], sink: dict[str, Any]
+    doc: dict[str, Any], rules: OeaRules, point: Point, fw: dict[str, Any], sink: dict[str, Any]
 ) -> dict[str, Any]:
     params = {a.arg for a in (*point.source.node.args.args, *point.source.node.args.kwonlyargs)}
     logits = [n for n in fw["tensors"]["logits"] if n in params]
-    bias = [n for n in fw["tensors"]["bias"] if _assigned(point.source, n) or n in params]
+    _value, bias_raw, _ = setting(doc, "correction_bias")
+    has_bias = known(bias_raw) and bias_raw != "None"  # a router with a correction bias
+    bias = [n for n in fw["tensors"]["bias"]
+            if has_bias and (_assigned(point.source, n) or n in params)]  # fmt: skip
     targets = ast.get_source_segment("\n".join(point.source.module.lines), point.stmt.targets[0])  # type: ignore[attr-defined]
     ev = [
         f"{point.source.module.relpath}:{point.stmt.lineno}: {targets} = ... (no scores returned)",
@@ -249,7 +252,7 @@ def scores_available(
         finding = (
             f"the router returns only {targets}: recompute scores from `{logits[0]}`"
             + (f" and `{bias[0]}`" if bias else "")
-            + f", both in scope in {point.function.split(':')[-1]}"
+            + f", {'both ' if bias else ''}in scope in {point.function.split(':')[-1]}"
         )
     else:
         finding = (

@@ -23,7 +23,7 @@ def sketch(
     lines = [
         "# OEA on decode steps only; shapes stay static (CUDA-graph safe)",
         "if forward_mode_is_decode:  # however the caller passes it down",
-        f"    s = {logits}.float().{score}()" + ("" if score == "sigmoid" else "(dim=-1)"),
+        f"    s = {logits}.float().{score}(" + ("" if score == "sigmoid" else "dim=-1") + ")",
         "    rank = s + correction_bias" if biased else "    rank = s",
         f"    k = topk_ids.shape[1]  # {k} here" if k else "    k = topk_ids.shape[1]",
         f"    routed_ids = topk_ids{cols}",
