@@ -117,3 +117,13 @@ def test_unknown_gpu_lists_known() -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["--version"], capsys)
     assert code == 0 and out.startswith("routescope ")
+
+
+def test_deployment_flags_without_a_framework_are_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`inspect MODEL --gpu b200 --tp 8` used to ignore both without a word."""
+    code = main(["inspect", str(CONFIGS / "zai-org--GLM-5.json"), "--gpu", "b200", "--tp", "8"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "--gpu --tp: describes a deployment: give --framework" in err

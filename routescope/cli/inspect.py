@@ -8,7 +8,7 @@ import typer
 
 from routescope import api
 from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
-from routescope.errors import ExitCode
+from routescope.errors import ExitCode, RoutescopeError
 from routescope.render import ReportFormat, text_summary
 from routescope.render.spec_text import spec_table
 from routescope.render.style import console
@@ -25,8 +25,8 @@ def inspect(
     framework_src: str | None = typer.Option(
         None, "--framework-src", help="A framework checkout or unpacked tree."
     ),
-    gpu: str = typer.Option(
-        "sm120", "--gpu", help="GPU profile id or alias (see `routescope gpus`)."
+    gpu: str | None = typer.Option(
+        None, "--gpu", help="GPU profile id or alias (see `routescope gpus`); default sm120."
     ),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),
     ep: int | None = typer.Option(None, "--ep", min=1, help="Expert-parallel size."),
@@ -60,8 +60,20 @@ def inspect(
 
     Exit 0: one path selected (or no --framework); 2: bad input, or the answer is not one path
     (forked, unknown, or set-up that did not finish: the output says which)."""
+    if framework is None and framework_src is None:
+        given = [flag for flag, on in (("--gpu", gpu is not None), ("--tp", tp != 1),
+                                       ("--ep", ep is not None), ("--quant", quant is not None),
+                                       ("--set", bool(set_)), ("--env", bool(env)),
+                                       ("--package", bool(package))) if on]  # fmt: skip
+        if given:  # a deployment without a framework to deploy on would be silently ignored
+            raise RoutescopeError(
+                " ".join(given),
+                "describes a deployment: give --framework NAME==VERSION (e.g. sglang==0.5.23); "
+                "without it inspect shows the model's routing facts only",
+            )
     req = api.InspectRequest(
-        model=model, framework=framework, framework_src=framework_src, gpu=gpu, tp=tp, ep=ep,
+        model=model, framework=framework, framework_src=framework_src, gpu=gpu or "sm120",
+        tp=tp, ep=ep,
         quant=quant, offline=offline, revision=revision, **deployment(set_, env, package),
     )  # fmt: skip
     spec, doc = api.inspect_with_spec(req)
