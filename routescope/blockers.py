@@ -8,6 +8,7 @@ blocker."""
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import re
 from dataclasses import dataclass
@@ -36,11 +37,13 @@ def providers() -> tuple[dict[str, Any], ...]:
 
 
 def kernel_rule(name: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """The provider and kernel entry whose `calls` match a launched kernel's name."""
-    for prov in providers():
-        for k in prov["kernels"]:
-            if any(fnmatch.fnmatchcase(name, g) for g in k["calls"]):
-                return prov, k
+    """The provider and kernel entry whose `calls` match a launched kernel's name: a kernel
+    entry (the architectures its build lists), else a `declared` entry (what its Python says)."""
+    for key in ("kernels", "declared"):
+        for prov in providers():
+            for k in prov.get(key, ()):
+                if any(fnmatch.fnmatchcase(name, g) for g in k["calls"]):
+                    return prov, {**k, "kind": key}
     return None
 
 
@@ -91,6 +94,115 @@ def pinned_of(why_pinned: str) -> str:
     return f"{name.split('[')[0]}=={version}" if version else req
 
 
+def _module_files(dotted: str) -> list[str]:
+    path = dotted.replace(".", "/")
+    return [f"{path}/__init__.py", f"{path}.py"]
+
+
+Found = tuple[str, ast.Module, ast.FunctionDef]
+
+
+def _definition(read: Any, dotted: str, name: str, hops: int = 4) -> Found | None:
+    """Where `dotted.name` is defined in the provider's wheel, following the re-exports of its
+    package (`from .mod import name [as name]`): (file, tree, def)."""
+    for rel in _module_files(dotted):
+        try:
+            text = read(rel)
+        except RoutescopeError:
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return None
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return rel, tree, node
+        package = dotted if rel.endswith("__init__.py") else dotted.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or hops <= 0:
+                continue
+            for alias in node.names:
+                if (alias.asname or alias.name) != name:
+                    continue
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    root = ".".join(parts[: len(parts) - node.level + 1])
+                    base = f"{root}.{base}" if base else root
+                return _definition(read, base, alias.name, hops - 1)
+        return None
+    return None
+
+
+def _decorator(node: ast.FunctionDef, name: str) -> ast.Call | None:
+    for d in node.decorator_list:
+        if isinstance(d, ast.Call):
+            f = d.func
+            if (isinstance(f, ast.Name) and f.id == name) or (
+                isinstance(f, ast.Attribute) and f.attr == name
+            ):
+                return d
+    return None
+
+
+def _int_list(tree: ast.Module, node: ast.expr) -> list[int] | None:
+    if isinstance(node, ast.Name):  # a module-level constant
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign):
+                targets, value = stmt.targets, stmt.value
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                targets, value = [stmt.target], stmt.value
+            else:
+                continue
+            if any(isinstance(t, ast.Name) and t.id == node.id for t in targets):
+                return _int_list(tree, value)
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        return None
+    if isinstance(value, (list, tuple, set)) and all(isinstance(v, int) for v in value):
+        return list(value)
+    return None
+
+
+def read_declared(read: Any, rule: dict[str, Any], name: str, subject: str) -> Support | None:
+    """The SM versions `name` declares it runs on: its own `@supported_compute_capability([..])`,
+    or, through `@backend_requirement(backends, common_check=...)`, any backend's checker's
+    (the provider's own is_compute_capability_supported), else the common check's. None: the
+    function declares nothing (no statement to read)."""
+    module, _, func = name.rpartition(".")
+    found = _definition(read, module, func)
+    if found is None:
+        return None
+    rel, tree, node = found
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def own(fn: ast.FunctionDef) -> tuple[list[int], int] | None:
+        call = _decorator(fn, rule["decorator"])
+        got = _int_list(tree, call.args[0]) if call is not None and call.args else None
+        return (got, call.lineno) if got is not None and call is not None else None
+
+    direct = own(node)
+    checks: list[ast.FunctionDef] = []
+    req = _decorator(node, rule["requirement"])
+    if direct is None and req is not None:
+        backends = req.args[0] if req.args else None
+        if isinstance(backends, ast.Dict):
+            checks = [defs[v.id] for v in backends.values
+                      if isinstance(v, ast.Name) and v.id in defs]  # fmt: skip
+        if not checks:
+            common = next((k.value for k in req.keywords if k.arg == "common_check"), None)
+            if isinstance(common, ast.Name) and common.id in defs:
+                checks = [defs[common.id]]
+    declared = [d for d in ([direct] if direct else [own(c) for c in checks]) if d]
+    if not declared:
+        return None
+    runs_on = frozenset(v for ccs, _ in declared for v in ccs)
+    evidence = tuple(dict.fromkeys(f"{rel}:{line} ({subject})" for _, line in declared))
+    return Support(runs_on, (), evidence, "")
+
+
 def _sm(capability: list[int] | tuple[int, ...]) -> int:
     return int(capability[0]) * 10 + int(capability[1])
 
@@ -120,9 +232,10 @@ def path_blockers(
             continue
         seen.add(h["name"])
         prov, kernel = found
-        support, pinned = support_of(prov, kernel)
+        support, pinned = support_of(prov, kernel, h["name"])
         if support is None:
-            notes.append(f"{h['name']} at {_where(h)}: {pinned}")
+            if pinned:
+                notes.append(f"{h['name']} at {_where(h)}: {pinned}")
             continue
         if support.runs_on is None:
             notes.append(f"whether {h['name']} runs on sm{sm} is not known: {support.note}")
@@ -130,12 +243,14 @@ def path_blockers(
         if sm in support.runs_on:
             continue
         ons = ", ".join(f"sm{v}" for v in sorted(support.runs_on))
+        why = (f"its {kernel['what']} is built for {', '.join(support.archs)}, which run on "
+               f"{ons} only" if support.archs else
+               f"it declares support for {ons} only ({kernel['what']})")  # fmt: skip
         out.append({
             "kind": KIND_UNSUPPORTED_GPU,
             "what": f"{h['name']} ({kernel['what']}) has no kernels for sm{sm} ({gpu_name})",
             "where": _where(h),
-            "why": f"{pinned}; its {kernel['what']} is built for {', '.join(support.archs)}, "
-                   f"which run on {ons} only",
+            "why": f"{pinned}; {why}",
             "evidence": [f"{_where(h)}: launched by {h['called_from']}", *support.evidence],
             "kernel": h["name"],
             "provider": prov["id"],
@@ -160,26 +275,36 @@ def report_blockers(
     unread: list[str] = []
     framework = f"{dep['framework']} {dep['version']}"
     supports: dict[tuple[str, str], tuple[Support | None, str]] = {}
+    readers: dict[str, Any] = {}
 
-    def support_of(prov: dict[str, Any], kernel: dict[str, Any]) -> tuple[Support | None, str]:
-        key = (prov["id"], kernel["id"])
+    def support_of(
+        prov: dict[str, Any], kernel: dict[str, Any], name: str
+    ) -> tuple[Support | None, str]:
+        key = (prov["id"], kernel["id"] if kernel["kind"] == "kernels" else name)
         if key not in supports:
             dist = prov["distribution"]
             version = pinned_version(metadata, dist)
             if version is None:
-                supports[key] = (None, f"{framework} pins no exact version of {dist}: which "
-                                       "kernels it ships is not known")  # fmt: skip
+                why = (f"{framework} pins no exact version of {dist}: which kernels it ships "
+                       "is not known") if kernel["kind"] == "kernels" else ""  # fmt: skip
+                supports[key] = (None, why)
             else:
                 line = metadata.requirement(dist)
                 subject = f"{dist}=={version}"
                 try:
-                    reader = read_provider(dist, version)
+                    if subject not in readers:
+                        readers[subject] = read_provider(dist, version)
+                    reader = readers[subject]
                 except RoutescopeError as exc:
                     unread.append(subject)
                     supports[key] = (None, f"{subject} could not be read: {exc.message}")
                 else:
-                    supports[key] = (read_support(reader, kernel, subject),
-                                     f"{framework} pins {line.split(';')[0].strip()}")  # fmt: skip
+                    pin = f"{framework} pins {line.split(';')[0].strip()}"
+                    if kernel["kind"] == "kernels":
+                        supports[key] = (read_support(reader, kernel, subject), pin)
+                    else:  # a function that declares nothing is no statement: nothing noted
+                        got = read_declared(reader, kernel, name, subject)
+                        supports[key] = (got, pin if got is not None else "")
         return supports[key]
 
     capability, gpu = dep["gpu"]["capability"], dep["gpu"]["device"]

@@ -310,3 +310,87 @@ def test_every_sm120_device_is_blocked_alike(gpu: str) -> None:
     doc = _doc(gpu)
     report_blockers(doc, META, lambda d, v: _reader(FILES))
     assert [b["target"] for b in doc["blockers"]] == ["sm120"]
+
+
+# flashinfer's way of declaring support in Python (0.7.2: utils.py:1138, fused_routing_dsv3.py)
+FI_INIT = "from .fused_routing_dsv3 import fused_topk_deepseek as fused_topk_deepseek\n"
+FI_DSV3 = """
+from ..utils import backend_requirement, supported_compute_capability
+_CC = [100, 103]
+
+
+@supported_compute_capability([89, 90, 100, 103, 107, 120, 121])
+def _check_default(**kw):
+    return True
+
+
+@supported_compute_capability(_CC)
+def _check_cake(**kw):
+    return True
+
+
+@supported_compute_capability([90])
+def _check_common(**kw):
+    return True
+
+
+@backend_requirement({"default": _check_default, "cake": _check_cake}, common_check=_check_common)
+def fused_topk_deepseek(scores, bias):
+    pass
+
+
+@backend_requirement({}, common_check=_check_common)
+def only_common(x):
+    pass
+
+
+@supported_compute_capability([100])
+def direct(x):
+    pass
+
+
+def says_nothing(x):
+    pass
+"""
+DECLARED = {"flashinfer/fused_moe/__init__.py": FI_INIT,
+            "flashinfer/fused_moe/fused_routing_dsv3.py": FI_DSV3}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "runs_on"),
+    [
+        # any backend's checker (flashinfer's own is_compute_capability_supported)
+        ("flashinfer.fused_moe.fused_topk_deepseek", {89, 90, 100, 103, 107, 120, 121}),
+        ("flashinfer.fused_moe.fused_routing_dsv3.only_common", {90}),  # no backends: the common
+        ("flashinfer.fused_moe.fused_routing_dsv3.direct", {100}),
+        ("flashinfer.fused_moe.fused_routing_dsv3.says_nothing", None),  # no statement
+        ("flashinfer.fused_moe.no_such_function", None),
+    ],
+)
+def test_declared_support_is_read_from_the_providers_decorators(
+    name: str, runs_on: set[int] | None
+) -> None:
+    from routescope.blockers import read_declared
+
+    found = kernel_rule(name)
+    assert found is not None and found[1]["kind"] == "declared"
+    got = read_declared(_reader(DECLARED), found[1], name, "flashinfer-python==0.7.2")
+    assert (got.runs_on if got else None) == (frozenset(runs_on) if runs_on else None)
+    if got:
+        assert got.evidence[0].startswith("flashinfer/fused_moe/fused_routing_dsv3.py:")
+
+
+def test_a_declared_kernel_on_an_older_gpu_is_a_blocker() -> None:
+    doc = _doc("a100")
+    path = doc["dispatch"]["paths"][0]
+    path["sink"] = dict(path["sink"], name="flashinfer.fused_moe.fused_topk_deepseek",
+                        kind="cuda_kernel", provider="flashinfer", called_from="m:f")  # fmt: skip
+    path["experts"] = []
+    report_blockers(doc, META, lambda d, v: _reader(DECLARED))
+    (b,) = doc["blockers"]
+    assert b["target"] == "sm80" and "sm89" in b["runs_on"] and "declares support" in b["why"]
+    ok = _doc("sm120")
+    ok["dispatch"]["paths"][0]["sink"] = path["sink"]
+    ok["dispatch"]["paths"][0]["experts"] = []
+    report_blockers(ok, META, lambda d, v: _reader(DECLARED))
+    assert ok["blockers"] == []

@@ -128,8 +128,11 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
         out.append(Text(_cut(f"  way out: {' '.join(way['flags'])} → {goes}", width),
                         style="bold green"))  # fmt: skip
     elif blockers:
-        tried = "; ".join(way.get("tried", ())) or "no value the release compares against"
-        out.append(Text(_cut(f"  no way out found (tried: {tried})", 2 * width), style="yellow"))
+        tried = way.get("tried", ())
+        said = (f"{len(tried)} flag change(s) the release's guards name, each blocked or "
+                "undecided (--format markdown lists them)") if tried else (
+                "no value the release's guards compare against")  # fmt: skip
+        out.append(Text(_cut(f"  no way out found: {said}", 2 * width), style="yellow"))
     return out
 
 
