@@ -16,6 +16,7 @@ import json
 import math
 import os
 import random
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -84,11 +85,23 @@ def _text(rng: random.Random, cfg: Any) -> bytes:
     return text.encode()
 
 
+def _overran(signum: int, frame: object) -> None:
+    raise TimeoutError(f"over {LIMIT_S} s")
+
+
 def _run(argv: list[str]) -> tuple[int, str, str, float]:
+    """One CLI run; one that does not end within the limit fails the test instead of hanging it
+    (a config with num_hidden_layers = 2**70 once counted its layers one by one)."""
     out, err = io.StringIO(), io.StringIO()
     start = time.monotonic()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
+    previous = signal.signal(signal.SIGALRM, _overran)
+    signal.setitimer(signal.ITIMER_REAL, LIMIT_S)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     return int(code), out.getvalue(), err.getvalue(), time.monotonic() - start
 
 

@@ -38,6 +38,7 @@ def build_spec(
         raise RoutescopeError(subject, "config.json is not a JSON object")
     level = _routing_level(raw)
     routing: dict[str, Any] = raw[level] if level else raw
+    _refuse_absurd_depth(subject, raw, routing)
     notes: list[str] = []
     quant = quant_info(raw, sidecar)
     view: ClassView | None = None
@@ -113,6 +114,19 @@ def _top_or_routing(
     if level and key in routing:
         return Sourced(routing[key], Provenance(Origin.CONFIG, f"{level}.{key}"))
     return Sourced(None, Provenance(Origin.ABSENT, None, f"no {key} in config.json"))
+
+
+def _refuse_absurd_depth(subject: str, *levels: dict[str, Any]) -> None:
+    """A layer count no model has: transformers' config classes build per-layer lists from it
+    (2**70 layers exhausted 24 GiB before this check), so it is refused before any is built."""
+    from routescope.intake.derive import MAX_LAYERS
+
+    for level in levels:
+        n = level.get("num_hidden_layers")
+        if isinstance(n, int) and not isinstance(n, bool) and not 0 <= n <= MAX_LAYERS:
+            raise RoutescopeError(
+                subject, f"num_hidden_layers = {n:.3g} is not a layer count (0..{MAX_LAYERS})"
+            )
 
 
 def _refuse_non_moe(subject: str, num_experts: Sourced[Any], top_k: Sourced[Any]) -> None:

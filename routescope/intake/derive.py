@@ -95,11 +95,17 @@ def shared_experts(r: FieldReader, count: Sourced[Any], width: Sourced[Any]) -> 
     return Sourced(n, Provenance(D, width.provenance.key, note))
 
 
+MAX_LAYERS = 100_000  # far above any model's depth; a bound on counting them
+
+
 def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
     """Count the MoE layers from whichever layer-pattern keys the config uses."""
     n = n_layers.value
-    if not isinstance(n, int):
+    if not isinstance(n, int) or isinstance(n, bool):
         return Sourced(None, Provenance(Origin.ABSENT, None, "num_hidden_layers unknown"))
+    if not 0 < n <= MAX_LAYERS:  # counting 2**70 layers one by one would never end
+        note = f"num_hidden_layers = {n} is not a layer count (1..{MAX_LAYERS})"
+        return Sourced(None, Provenance(Origin.ABSENT, None, note))
 
     def out(count: int, keys: str, how: str) -> Sourced[int]:
         return Sourced(count, Provenance(D, keys, how))
@@ -120,6 +126,9 @@ def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
         note = "hybrid model: its layer pattern (hybrid_override_pattern) is not in the file"
         return Sourced(None, Provenance(Origin.ABSENT, None, note))
     first = value("first_k_dense_replace")
+    if isinstance(first, int) and not isinstance(first, bool) and not 0 <= first <= n:
+        note = f"first_k_dense_replace = {first} is outside 0..num_hidden_layers ({n})"
+        return Sourced(None, Provenance(Origin.ABSENT, r.key("first_k_dense_replace"), note))
     if isinstance(first, int):
         step = freq if isinstance(freq, int) and freq > 0 else 1
         count = sum(1 for i in range(first, n) if i % step == 0)
@@ -128,7 +137,8 @@ def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
         step = value(key)
         if isinstance(step, int) and step > 0:
             skip = value("mlp_only_layers")
-            dense = set(skip) if isinstance(skip, list) else set()
+            # layer indices; anything else in the list (a nested list, a string) names no layer
+            dense = {i for i in skip if isinstance(i, int)} if isinstance(skip, list) else set()
             count = sum(1 for i in range(n) if (i + 1) % step == 0 and i not in dense)
             return out(count, r.key(key), f"(i + 1) % {step} == 0, minus mlp_only_layers")
     period, offset = value("expert_layer_period"), value("expert_layer_offset")
