@@ -116,6 +116,7 @@ def _check(what: str, argv: list[str]) -> int:
     return code
 
 
+@pytest.mark.campaign
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_generated_configs_exit_0_or_2_in_one_line(
     chunk: int, tmp_path: Path, isolated_cache: Path
@@ -148,6 +149,7 @@ FLAG_VALUES = {
 }
 
 
+@pytest.mark.campaign
 def test_generated_flag_combinations_exit_0_or_2_in_one_line(isolated_cache: Path) -> None:
     """1,000 combinations of inspect's flags, offline with an empty cache (a framework that
     would need fetching exits 2 saying it is not cached): argument checks, never a trace."""
