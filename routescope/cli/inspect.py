@@ -60,6 +60,7 @@ def inspect(
 
     Exit 0: one path selected (or no --framework); 2: bad input, or the answer is not one path
     (forked, unknown, or set-up that did not finish: the output says which)."""
+    flags = deployment(set_, env, package)  # a malformed flag is named before anything else
     if framework is None and framework_src is None:
         given = [flag for flag, on in (("--gpu", gpu is not None), ("--tp", tp != 1),
                                        ("--ep", ep is not None), ("--quant", quant is not None),
@@ -74,7 +75,7 @@ def inspect(
     req = api.InspectRequest(
         model=model, framework=framework, framework_src=framework_src, gpu=gpu or "sm120",
         tp=tp, ep=ep,
-        quant=quant, offline=offline, revision=revision, **deployment(set_, env, package),
+        quant=quant, offline=offline, revision=revision, **flags,
     )  # fmt: skip
     spec, doc = api.inspect_with_spec(req)
     decided = doc.get("dispatch", {}).get("status", "selected") == "selected"

@@ -29,6 +29,8 @@ def _bias_in_modeling(model_type: str) -> tuple[bool, str] | None:
     if models is None:
         return None
     module = model_type.replace("-", "_")
+    if not module.isidentifier() or len(module) > 100:  # no transformers module is named so
+        return None
     path = models / module / f"modeling_{module}.py"
     if not path.is_file() and module.endswith("_text"):  # llama4_text lives in llama4/
         module = module.removesuffix("_text")

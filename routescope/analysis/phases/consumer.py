@@ -55,7 +55,13 @@ def into_consumer(
         fn = engine.attribute(p.end, consumer, rule["call"])[0][1]
         hidden = hidden if hidden is not None else Tensor()
         if p.sink is not None:  # the router routed: what the experts then launch on the GPU
-            out.append(replace(p, experts=_experts_launches(engine, fn, p, hidden)))
+            ways = _experts_launches(engine, fn, p, hidden)
+            if ways is None:
+                notes.append(
+                    f"the experts layer's forward ({rule['call']}) did not finish within its "
+                    "budget: the kernels it launches are not checked against the GPU"
+                )
+            out.append(replace(p, experts=ways or ()))
             continue
         engine.budget.push(PHASE_STEPS["trace"], "the consumer trace exceeded its budget")
         engine.tracing = True
@@ -123,19 +129,21 @@ def into_consumer(
 
 def _experts_launches(
     engine: Engine, fn: Value, p: TracedPath, hidden: Value
-) -> tuple[tuple[SinkHit, ...], ...]:
+) -> tuple[tuple[SinkHit, ...], ...] | None:
     """The kernels each way through the experts layer's forward launches, handed the router's
     result (the layer as built: weight loading, which routescope does not model, never ran, so
     a way that raises or stops tells nothing and is left out)."""
     if p.value is None:
         return ()
-    engine.budget.push(PHASE_STEPS["trace"], "the experts trace exceeded its budget")
+    engine.budget.push(PHASE_STEPS["experts"], "the experts trace exceeded its budget")
     engine.tracing = True
     try:
         ways = trace_call(engine, fn, [hidden, p.value], {}, start=p.end)
     finally:
         engine.tracing = False
         engine.budget.pop()
+    if ways and all(q.stopped for q in ways):
+        return None  # over budget on every way: not known
     return tuple(
         tuple(dict.fromkeys((*q.kernels, *q.launches)))
         for q in ways
