@@ -87,13 +87,6 @@ def read_support(read: Any, kernel: dict[str, Any], subject: str) -> Support:
     return Support(frozenset(runs_on), archs, tuple(dict.fromkeys(evidence)))
 
 
-def pinned_of(why_pinned: str) -> str:
-    """`sglang 0.5.23 pins flashinfer_python[cu13]==0.7.2` -> `flashinfer_python==0.7.2`."""
-    req = why_pinned.rsplit(" pins ", 1)[-1]
-    name, _, version = req.partition("==")
-    return f"{name.split('[')[0]}=={version}" if version else req
-
-
 def _module_files(dotted: str) -> list[str]:
     path = dotted.replace(".", "/")
     return [f"{path}/__init__.py", f"{path}.py"]
@@ -220,7 +213,8 @@ def path_blockers(
 ) -> list[dict[str, Any]]:
     """The blockers of one reported path: a kernel it (or every way through its experts layer)
     launches that its provider's source builds for no GPU of the target's SM version.
-    `support_of(provider, kernel) -> (Support, why_pinned)`; what is not known goes to `notes`."""
+    `support_of(provider, kernel, name) -> (Support, why_pinned, "dist==version")`; what is not
+    known goes to `notes`."""
     sm = _sm(capability)
     launched = [h for h in (path.get("sink"), *path.get("launches", ())) if h]
     launched += [h for h in path.get("experts", ()) if h.get("ways") == "every"]
@@ -232,7 +226,7 @@ def path_blockers(
             continue
         seen.add(h["name"])
         prov, kernel = found
-        support, pinned = support_of(prov, kernel, h["name"])
+        support, pinned, pin = support_of(prov, kernel, h["name"])
         if support is None:
             if pinned:
                 notes.append(f"{h['name']} at {_where(h)}: {pinned}")
@@ -254,7 +248,7 @@ def path_blockers(
             "evidence": [f"{_where(h)}: launched by {h['called_from']}", *support.evidence],
             "kernel": h["name"],
             "provider": prov["id"],
-            "pinned": pinned_of(pinned),
+            "pinned": pin,
             "runs_on": [f"sm{v}" for v in sorted(support.runs_on)],
             "target": f"sm{sm}",
             "way_out": None,
@@ -274,12 +268,12 @@ def report_blockers(
     notes: list[str] = []
     unread: list[str] = []
     framework = f"{dep['framework']} {dep['version']}"
-    supports: dict[tuple[str, str], tuple[Support | None, str]] = {}
+    supports: dict[tuple[str, str], tuple[Support | None, str, str]] = {}
     readers: dict[str, Any] = {}
 
     def support_of(
         prov: dict[str, Any], kernel: dict[str, Any], name: str
-    ) -> tuple[Support | None, str]:
+    ) -> tuple[Support | None, str, str]:
         key = (prov["id"], kernel["id"] if kernel["kind"] == "kernels" else name)
         if key not in supports:
             dist = prov["distribution"]
@@ -287,7 +281,7 @@ def report_blockers(
             if version is None:
                 why = (f"{framework} pins no exact version of {dist}: which kernels it ships "
                        "is not known") if kernel["kind"] == "kernels" else ""  # fmt: skip
-                supports[key] = (None, why)
+                supports[key] = (None, why, "")
             else:
                 line = metadata.requirement(dist)
                 subject = f"{dist}=={version}"
@@ -297,14 +291,16 @@ def report_blockers(
                     reader = readers[subject]
                 except RoutescopeError as exc:
                     unread.append(subject)
-                    supports[key] = (None, f"{subject} could not be read: {exc.message}")
+                    supports[key] = (None, f"{subject} could not be read: {exc.message}", "")
                 else:
-                    pin = f"{framework} pins {line.split(';')[0].strip()}"
+                    req = line.split(";")[0].strip()
+                    pin = f"{framework} pins {req}"
+                    named = re.split(r"[\[=<>!~ ]", req, maxsplit=1)[0] + f"=={version}"
                     if kernel["kind"] == "kernels":
-                        supports[key] = (read_support(reader, kernel, subject), pin)
+                        supports[key] = (read_support(reader, kernel, subject), pin, named)
                     else:  # a function that declares nothing is no statement: nothing noted
                         got = read_declared(reader, kernel, name, subject)
-                        supports[key] = (got, pin if got is not None else "")
+                        supports[key] = (got, pin if got is not None else "", named)
         return supports[key]
 
     capability, gpu = dep["gpu"]["capability"], dep["gpu"]["device"]
