@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import typer
-from packaging.version import Version
 
 from routescope import api
 from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
 from routescope.errors import ExitCode, RoutescopeError
 from routescope.intake import load_spec
 from routescope.render import ReportFormat
+from routescope.source.cache import sort_versions
 
 
 def timeline(
@@ -52,7 +52,7 @@ def timeline(
     rules = load_framework(framework.lower())
     if start is None:
         cased = [str(c["version"]) for c in rules.cases if "version" in c]
-        start = min(cased, key=_order) if cased else None
+        start = sort_versions(cased)[0] if cased else None
     published = [v for v, _ in list_versions(rules.data["distribution"], offline=offline)]
     versions = releases_between(rules.id, published, start, end)
     if not versions:
@@ -71,10 +71,6 @@ def timeline(
         typer.echo(render.text(t), nl=False)
     if any(r["status"] == "error" for r in t["releases"]):
         raise typer.Exit(ExitCode.ERROR)
-
-
-def _order(v: str) -> Version:
-    return Version(v)
 
 
 def register(app: typer.Typer) -> None:
