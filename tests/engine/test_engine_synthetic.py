@@ -356,3 +356,43 @@ def test_a_method_does_not_see_its_class_body(tmp_path: Path) -> None:
     )
     paths = run(index, "fw.route:route", SCORES())
     assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
+
+
+def test_ways_raising_at_one_place_join(tmp_path: Path) -> None:
+    """A check that may fail splits off a raising way per live path, and each call of a
+    function with forks hands its caller that many ways raising at one place (a Triton MoE
+    forward: 400 ways raising at one check, past the path limit, so the experts were never
+    read). Ways raising one class at one place with the same kernels join, so the caller
+    finishes, and a handler further up still sees the raise."""
+    forks = "\n".join(f"    if os.environ.get('FW_{i}'):\n        x = x + {i}" for i in range(4))
+    calls = "\n".join("    x = check(x, w)" for _ in range(20))
+    index = make_tree(
+        tmp_path,
+        {
+            "route.py": f"""
+import os
+import torch
+from fastk import topk_fast
+
+def check(x, w):
+{forks}
+    if w.shape[0] != x.shape[1]:
+        raise ValueError("shape")
+    return x
+
+def experts(x, w):
+{calls}
+    return topk_fast(x)
+
+def route(x, w):
+    try:
+        return experts(x, w)
+    except ValueError:
+        return torch.topk(x, 2)
+""",
+        },
+    )
+    paths = run(index, "fw.route:route", SCORES(), Tensor())
+    assert not [p for p in paths if p.stopped], [p.stopped for p in paths]
+    assert {p.sink.kind for p in paths if p.sink is not None} == {"cuda_kernel", "torch"}
+    assert len(paths) < 64

@@ -348,7 +348,7 @@ def record_key(st: PathState) -> tuple[object, ...]:
     different answers and are never joined. A way that raises never joins one that goes on
     (the joined state would either raise for both or for neither)."""
     claims = tuple(sorted((k, id(v)) for k, v in st.claims.items()))
-    raising = None if st.raising is None else (_exception_key(st.raising), st.raised_at)
+    raising = None if st.raising is None else (exception_key(st.raising), st.raised_at)
     return (_kernels_key(st), claims, len(st.envs), st.stopped, raising)
 
 
@@ -359,7 +359,7 @@ def _kernels_key(st: PathState) -> tuple[object, ...]:
     return tuple(id(h) if h.routes else (h.name, h.file, h.line) for h in st.sinks)
 
 
-def _exception_key(exc: Value) -> object:
+def exception_key(exc: Value) -> object:
     """What tells two raised exceptions apart for a join: the class raised."""
     if isinstance(exc, External):
         return exc.name

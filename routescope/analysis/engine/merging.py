@@ -3,7 +3,13 @@ through an expression's parts; a way that raises never merges with one that goes
 
 from __future__ import annotations
 
-from routescope.analysis.engine.join import MAX_SHAPES, join_states, join_values, record_key
+from routescope.analysis.engine.join import (
+    MAX_SHAPES,
+    exception_key,
+    join_states,
+    join_values,
+    record_key,
+)
 from routescope.analysis.engine.shapes import (
     list_shape,
 )
@@ -31,6 +37,35 @@ def merge_paths(states: list[PathState], where: str, force: bool = False) -> lis
             first.assumptions.append(f"{len(members)} paths joined at {where}")
         out.append(first)
     return out
+
+
+def merge_raised(
+    done: list[tuple[PathState, str, Value | None]], where: str
+) -> list[tuple[PathState, str, Value | None]]:
+    """Join the ways out of a block that raise the same exception class at the same place and
+    reached the same kernels: a handler further up sees one state, the values they disagree on
+    Unknown. Each unknown assert on a path that goes on adds a raising way; without this, a
+    function with a dozen of them after a fork ends with hundreds of ways that all say one
+    thing. Ways that return, break or stop are kept as they are."""
+    groups: dict[tuple[object, ...], list[tuple[PathState, Value | None]]] = {}
+    rest: list[tuple[PathState, str, Value | None]] = []
+    for s, kind, val in done:
+        if kind != "raise" or val is None:
+            rest.append((s, kind, val))
+            continue
+        key = record_key(s) + (exception_key(val), s.raised_at)
+        groups.setdefault(key, []).append((s, val))
+    why = f"differs between ways raising at one place, joined at {where}"
+    for members in groups.values():
+        if len(members) == 1:
+            rest.append((members[0][0], "raise", members[0][1]))
+            continue
+        states = [s for s, _ in members]
+        exc = join_values([v for _, v in members if v is not None], states, why)
+        first = join_states(states, why)
+        first.assumptions.append(f"{len(members)} raising ways joined at {where}")
+        rest.append((first, "raise", exc))
+    return rest
 
 
 def merge_partials(

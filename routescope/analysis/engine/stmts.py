@@ -9,7 +9,7 @@ from routescope.analysis.engine.base import EngineBase, Outcome
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
 from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items, truth_in
-from routescope.analysis.engine.merging import merge_paths
+from routescope.analysis.engine.merging import merge_paths, merge_raised
 from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -47,6 +47,8 @@ class StmtMixin(EngineBase):
             live = nxt
             if len(live) > self.budget.merge_at:
                 live = merge_paths(live, f"{self.current_file()}:{stmt.lineno}")
+            if len(done) > self.budget.merge_at:
+                done = merge_raised(done, f"{self.current_file()}:{stmt.lineno}")
             if len(live) + len(done) > self.budget.max_paths:
                 raise BudgetExceeded(
                     f"more than {self.budget.max_paths} paths in {self.current_function()}"

@@ -137,10 +137,14 @@ def _experts_launches(
         return ()
     engine.budget.push(PHASE_STEPS["experts"], "the experts trace exceeded its budget")
     engine.tracing = True
+    # only the kernels each way launches are read here: ways that launched the same ones join
+    # early, as in the set-up phases (a join keeps every kernel a way reached)
+    merge_at, engine.budget.merge_at = engine.budget.merge_at, 4
     try:
         ways = trace_call(engine, fn, [hidden, p.value], {}, start=p.end)
     finally:
         engine.tracing = False
+        engine.budget.merge_at = merge_at
         engine.budget.pop()
     if ways and all(q.stopped for q in ways):
         return None  # over budget on every way: not known
