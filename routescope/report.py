@@ -34,6 +34,25 @@ def sink_args_text(sink: dict[str, Any]) -> str:
     return ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
 
 
+def deciding_decision(path: dict[str, Any]) -> dict[str, Any] | None:
+    """The decision that chose the kernel: the branch taken (a condition that held) closest
+    before the call into the kernel's launcher, in the function that makes that call."""
+    sink = path.get("sink")
+    if not sink:
+        return None
+    calls = [f for f in path["frames"] if f["function"] == sink["called_from"]]
+    if not calls or ":" not in str(calls[-1].get("called_at", "")):
+        return None
+    file, _, line = str(calls[-1]["called_at"]).rpartition(":")
+    before = [d for d in path["decisions"]
+              if d["file"] == file and d["line"] <= int(line) and d["value"] is True]  # fmt: skip
+    # a part of a larger condition (an `x if c else y` inside it) is not a branch of its own
+    before = [d for d in before if not any(
+        o is not d and o["line"] <= d["line"] and d["condition"] in o["condition"]
+        for o in before)]  # fmt: skip
+    return max(before, key=lambda d: d["line"]) if before else None
+
+
 def sink_label(sink: dict[str, Any]) -> str:
     """A report sink's kind and, where it differs, who ships it: "cuda_kernel, flashinfer"."""
     kind, provider = sink.get("kind"), sink.get("provider")

@@ -6,7 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 from routescope.check.findings import Finding, Frame, Outcome
-from routescope.check.lock import Lock, LockEntry, diff_entries, entry_from_report
+from routescope.check.lock import (
+    MAX_GUARD_LINES,
+    Lock,
+    LockEntry,
+    cut_text,
+    diff_entries,
+    entry_from_report,
+)
 from routescope.check.matrix import Cell
 from routescope.check.policy import BYPASSED, Policy
 from routescope.report import FUSED_MOE_KERNEL
@@ -132,6 +139,10 @@ def _path_text(e: LockEntry) -> str:
     return f"{e.field('sink')} ({e.field('sink_kind')}{', ' + provider if provider else ''})"
 
 
+def _fn(function: str) -> str:
+    return function.rpartition(":")[2] or function
+
+
 def _lock_finding(
     cell: Cell,
     entry: LockEntry,
@@ -155,13 +166,30 @@ def _lock_finding(
         return finding(
             "lock", Outcome.PASS, f"matches the lock: {_path_text(entry)}", frames=frames
         )
-    lines = [f"{name}: {old} -> {new}" for name, old, new in change.fields]
-    lines += [f"changed: {a.condition}: {a.value} -> {b.value}" for a, b in change.changed]
-    lines += [f"  before: {a.shown()}" for a, _ in change.changed]
-    lines += [f"  after:  {b.shown()}" for _, b in change.changed]
-    lines += [f"only before ({lock.framework}): {d.shown()}" for d in change.only_before]
-    lines += [f"only after: {d.shown()}" for d in change.only_after]
-    msg = f"path changed: {_path_text(before)} -> {_path_text(entry)}"
+    lines = [f"{name}: {old or '(none)'} -> {new or '(none)'}" for name, old, new in change.fields]
+    why = [f"chosen before ({lock.framework}) by: {change.chose_before.shown()}"] if (
+        change.chose_before) else []  # fmt: skip
+    why += [f"chosen now by: {change.chose_after.shown()}"] if change.chose_after else []
+    why += [
+        f"changed: {cut_text(a.condition)}: {a.value} -> {b.value}"
+        f"{f' [{b.parts[-1]}]' if b.parts else ''}  ({a.at} -> {b.at}, {_fn(b.function)})"
+        for a, b in change.changed
+    ]
+    # the guards that chose each kernel and those that flipped first, then each side its share
+    # of the rest: where the old path went, and where the new one goes
+    befores = [f"only before ({lock.framework}): {d.shown()}" for d in change.only_before]
+    afters = [f"only after: {d.shown()}" for d in change.only_after]
+    room = max(MAX_GUARD_LINES - len(why), 2)
+    shown = why[:MAX_GUARD_LINES] + befores[: room // 2] + afters[: room - room // 2]
+    hidden = len(why) + len(befores) + len(afters) - len(shown)
+    why = [*shown, f"... and {hidden} more guards differ"] if hidden else shown
+    lines += why
+    what = (
+        f"{_path_text(before)} -> {_path_text(entry)}"
+        if _path_text(before) != _path_text(entry)
+        else f"{_path_text(entry)}: {', '.join(name for name, _, _ in change.fields)}"
+    )
+    msg = f"path changed: {what}"
     return finding("lock", Outcome.FAIL, msg, tuple(lines), frames)
 
 

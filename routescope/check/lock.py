@@ -1,9 +1,13 @@
 """routescope.lock: the selected decode path per model x GPU, as sorted, reviewable TOML.
 
 Written by `routescope check --update-lock`, compared by `routescope check`. No timestamps and no
-absolute paths, so the same inputs give the same bytes. The path fields (sink, kind, top_k,
-output format, OEA insertability and insertion point) are what a change is judged on; the
-decisions are kept as the evidence printed when a path changes.
+absolute paths, so the same inputs give the same bytes. The lock keeps what decides, and only
+that: the router kernel (name, kind, provider, how it is told to route), top-k and output
+format, the runner backend, OEA insertability and the insertion point by function and
+statement (never by line), and the decisive guards by condition text:
+the branches the path took on a deployment fact (config.json, a server argument, an
+environment variable, the platform) and the one that chose the kernel, each once. Lines are
+kept to be read, never compared: a release that moves code but changes no decision matches.
 """
 
 from __future__ import annotations
@@ -16,16 +20,18 @@ from typing import Any
 
 from routescope.check.policy import BYPASSED
 from routescope.errors import RoutescopeError
-from routescope.report import sink_args_text
+from routescope.report import deciding_decision, sink_args_text
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
+# 3: the insertion point by function and statement, the runner backend, and only the
+# decisive guards (2 kept every decision and the insertion line);
 # 2: a kernel's kind says what it is (cuda_kernel, triton, ...) and sink_provider whose it is
 # (flashinfer, sgl_kernel, ...); version 1 locks named flashinfer as a kind.
-LOCK_VERSION = 2
+LOCK_VERSION = 3
 PATH_FIELDS = (
     "status",
     "sink",
@@ -34,9 +40,13 @@ PATH_FIELDS = (
     "sink_args",
     "top_k",
     "output_format",
+    "runner_backend",
     "insertable",
     "insertion_point",
+    "insert_after",
 )
+ONE_SIDED = ("runner_backend",)
+MAX_GUARD_LINES = 6  # guards printed for one changed path; the rest are counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +56,27 @@ class Decision:
     value: str  # "true", "false", "undecided"
     at: str  # file:line (informative: lines move between versions, so never compared)
     parts: tuple[str, ...] = ()  # "condition -> value" for each operand of an and/or
+    chose: bool = False  # the branch that chose the kernel (the last taken before its call)
 
     def key(self) -> tuple[str, str]:
         return (self.function, self.condition)
 
     def shown(self) -> str:
-        parts = f" [{'; '.join(self.parts)}]" if self.parts else ""
-        return f"{self.condition} -> {self.value}{parts}  ({self.at}, {self.function})"
+        """One line: the condition (cut), its value, the operand that settled it (the last
+        one evaluated, for an and/or), where."""
+        why = f" [{self.parts[-1]}]" if self.parts else ""
+        return (
+            f"{cut_text(self.condition)} -> {self.value}{why}  ({self.at}, {_short(self.function)})"
+        )
+
+
+def cut_text(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def _short(function: str) -> str:
+    """`pkg.mod:Class.method` -> `Class.method` (the file:line beside it says where)."""
+    return function.rpartition(":")[2] or function
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +92,42 @@ class LockEntry:
 
 def _value(v: Any) -> str:
     return "undecided" if v is None else "true" if v is True else "false" if v is False else str(v)
+
+
+def _reads_fact(d: dict[str, Any]) -> bool:
+    """Did the branch read a deployment fact (what a changed config, flag, environment or GPU
+    would flip), rather than only values the framework computed on its own?"""
+    return any(i.get("origins") for i in d.get("inputs", []))
+
+
+def decisive(path: dict[str, Any]) -> list[dict[str, Any]]:
+    """The decisive guards of a report path, in the order the path met them, each
+    (function, condition, value) once: those before the router kernel that read a fact, and the
+    one that chose the kernel (the branch taken nearest the call into it)."""
+    chose = deciding_decision(path)
+    seen: set[tuple[str, str, object]] = set()
+    out = []
+    for d in _before_the_kernel(path):
+        if not (d is chose or _reads_fact(d)):
+            continue
+        key = (d["function"], d["condition"], d["value"])
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def _before_the_kernel(path: dict[str, Any]) -> list[dict[str, Any]]:
+    """The decisions the path took up to its router kernel's launch (the last one in the
+    launching file at or above the launch): what came after post-processes the ids and chose
+    nothing. All of them when the path has no kernel."""
+    decisions: list[dict[str, Any]] = path["decisions"]
+    sink = path.get("sink") or {}
+    if not sink.get("file") or not isinstance(sink.get("line"), int):
+        return decisions
+    last = [i for i, d in enumerate(decisions)
+            if d["file"] == sink["file"] and d["line"] <= sink["line"]]  # fmt: skip
+    return decisions[: last[-1] + 1] if last else decisions
 
 
 def entry_from_report(model: str, gpu: str, report: dict[str, Any]) -> LockEntry:
@@ -88,11 +148,18 @@ def entry_from_report(model: str, gpu: str, report: dict[str, Any]) -> LockEntry
     fmt = router.get("output_format", {}).get("value")
     if fmt not in (None, "None"):
         fields["output_format"] = str(fmt)
+    backend = router.get("runner_backend", {}).get("value")
+    if backend not in (None, "None"):
+        fields["runner_backend"] = str(backend)
     verdict = report.get("verdict") or {}
     fields["insertable"] = _value(verdict.get("insertable"))
     point = verdict.get("insertion_point")
     if point:
-        fields["insertion_point"] = f"{point['file']}:{point['function']}:{point['line']}"
+        fields["insertion_point"] = f"{point['file']}:{point['function']}"
+        before = ((point.get("before") or {}).get("text") or "").strip().splitlines()
+        if before:  # the statement OEA goes after, by its text: lines move between releases
+            fields["insert_after"] = before[0].strip()
+    chose = deciding_decision(path) if path["decisions"] else None
     decisions = tuple(
         Decision(
             d["function"],
@@ -100,8 +167,9 @@ def entry_from_report(model: str, gpu: str, report: dict[str, Any]) -> LockEntry
             _value(d["value"]),
             f"{d['file']}:{d['line']}",
             tuple(f"{p['condition']} -> {_value(p['value'])}" for p in d.get("parts", [])),
+            d is chose,
         )
-        for d in path["decisions"]
+        for d in (decisive(path) if path["decisions"] else [])
     )
     return LockEntry(
         model, gpu, tuple((k, fields[k]) for k in PATH_FIELDS if k in fields), decisions
@@ -124,12 +192,13 @@ def render_lock(framework: str, entries: list[LockEntry]) -> str:
     for e in sorted(entries, key=lambda e: (e.model, e.gpu)):
         out += ["", "[[path]]", f"model = {_s(e.model)}", f"gpu = {_s(e.gpu)}"]
         out += [f"{k} = {_s(v)}" for k, v in e.path]
-        out.append("decisions = [")
+        out.append("guards = [")
         for d in e.decisions:
             parts = f", parts = [{', '.join(_s(p) for p in d.parts)}]" if d.parts else ""
+            chose = ", chose = true" if d.chose else ""
             out.append(
                 f"  {{ function = {_s(d.function)}, condition = {_s(d.condition)}, "
-                f"value = {_s(d.value)}, at = {_s(d.at)}{parts} }},"
+                f"value = {_s(d.value)}, at = {_s(d.at)}{parts}{chose} }},"
             )
         out.append("]")
     return "\n".join(out) + "\n"
@@ -158,9 +227,14 @@ def read_lock(path: Path) -> Lock:
         for t in doc.get("path", []):
             decisions = tuple(
                 Decision(
-                    d["function"], d["condition"], d["value"], d["at"], tuple(d.get("parts", []))
+                    d["function"],
+                    d["condition"],
+                    d["value"],
+                    d["at"],
+                    tuple(d.get("parts", [])),
+                    d.get("chose") is True,
                 )
-                for d in t["decisions"]
+                for d in t["guards"]
             )
             fields = tuple((k, str(t[k])) for k in PATH_FIELDS if k in t)
             entries[(t["model"], t["gpu"])] = LockEntry(t["model"], t["gpu"], fields, decisions)
@@ -177,6 +251,8 @@ class PathChange:
     changed: tuple[tuple[Decision, Decision], ...]  # same condition, another value
     only_before: tuple[Decision, ...]
     only_after: tuple[Decision, ...]
+    chose_before: Decision | None = None  # the branch that chose each side's kernel, when
+    chose_after: Decision | None = None  # they differ
 
 
 def diff_entries(before: LockEntry, after: LockEntry) -> PathChange | None:
@@ -186,6 +262,9 @@ def diff_entries(before: LockEntry, after: LockEntry) -> PathChange | None:
         (k, before.field(k), after.field(k))
         for k in PATH_FIELDS
         if before.field(k) != after.field(k)
+        # a field one release's router does not have (runner_backend before 0.5.23) is not
+        # recorded there, which is no change of path
+        and not (k in ONE_SIDED and None in (before.field(k), after.field(k)))
     )
     if not fields:
         return None
@@ -194,15 +273,31 @@ def diff_entries(before: LockEntry, after: LockEntry) -> PathChange | None:
     changed = []
     for key, olds in old.items():
         news = new.get(key)
-        if news is not None and [(d.value, d.parts) for d in olds] != [
-            (d.value, d.parts) for d in news
-        ]:
+        # the branch a guard took, not how its operands read: the same value is no change
+        if news is not None and {d.value for d in olds} != {d.value for d in news}:
             changed.append((olds[0], news[0]))
-    # Guards in a function both paths run (where they part) first; repeats of a guard once.
+    # Guards in a function both paths run (where they part) first, nearest the kernel first
+    # (the guard that chose it is the last one before it); repeats of a guard once.
     shared = {k[0] for k in old} & {k[0] for k in new}
-    only_before = _firsts([d for k, ds in old.items() if k not in new for d in ds], shared)
-    only_after = _firsts([d for k, ds in new.items() if k not in old for d in ds], shared)
-    return PathChange(fields, tuple(changed), only_before, only_after)
+    only_before = _firsts([d for d in before.decisions if d.key() not in new], shared)
+    only_after = _firsts([d for d in after.decisions if d.key() not in old], shared)
+    chose_before = next((d for d in before.decisions if d.chose), None)
+    chose_after = next((d for d in after.decisions if d.chose), None)
+    if (
+        chose_before is not None
+        and chose_after is not None
+        and (chose_before.key(), chose_before.value) == (chose_after.key(), chose_after.value)
+    ):
+        chose_before = chose_after = None
+    firsts = {chose_before, chose_after}
+    return PathChange(
+        fields,
+        tuple((a, b) for a, b in changed if a not in firsts and b not in firsts),
+        tuple(d for d in only_before if d not in firsts),
+        tuple(d for d in only_after if d not in firsts),
+        chose_before,
+        chose_after,
+    )
 
 
 def _by_key(decisions: tuple[Decision, ...]) -> dict[tuple[str, str], list[Decision]]:
@@ -213,9 +308,11 @@ def _by_key(decisions: tuple[Decision, ...]) -> dict[tuple[str, str], list[Decis
 
 
 def _firsts(decisions: list[Decision], shared: set[str]) -> tuple[Decision, ...]:
+    """`decisions` (in path order) each once, those in a `shared` function first, then each
+    group from the kernel backwards."""
     seen: set[tuple[str, str, str]] = set()
     out = []
-    for d in decisions:
+    for d in reversed(decisions):
         if (d.function, d.condition, d.value) not in seen:
             seen.add((d.function, d.condition, d.value))
             out.append(d)

@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from routescope.render.text_report import short_path
-from routescope.report import sink_label
+from routescope.report import deciding_decision, sink_label
 
 SUMMARY_LINES = 15
 # the constraints that change what an OEA insertion must do, first
@@ -23,21 +23,6 @@ def _deployment(doc: dict[str, Any]) -> str:
         f"{doc['model']['ref']} · {dep['framework']} {dep['version'] or '(checkout)'} · "
         f"{dep['gpu']['family']} ({dep['gpu']['device']}) · TP{dep['tp']} · {quant}"
     )
-
-
-def _deciding(path: dict[str, Any]) -> dict[str, Any] | None:
-    """The decision that chose the kernel: the branch taken (a condition that held) closest
-    before the call into the kernel's launcher, in the function that makes that call."""
-    sink = path.get("sink")
-    if not sink:
-        return None
-    calls = [f for f in path["frames"] if f["function"] == sink["called_from"]]
-    if not calls or ":" not in str(calls[-1].get("called_at", "")):
-        return None
-    file, _, line = str(calls[-1]["called_at"]).rpartition(":")
-    before = [d for d in path["decisions"]
-              if d["file"] == file and d["line"] <= int(line) and d["value"] is True]  # fmt: skip
-    return max(before, key=lambda d: d["line"]) if before else None
 
 
 def _cut(text: str, width: int) -> str:
@@ -79,7 +64,7 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
         else:
             t.append(path["stopped"] or "the router routes nothing here; the MoE kernel routes")
         out.append(t)
-        d = _deciding(path)
+        d = deciding_decision(path)
         if d is not None:
             word = {True: "true", False: "false", None: "unknown"}[d["value"]]
             where = f"  chosen at {short_path(d['file'])}:{d['line']}  "

@@ -41,7 +41,9 @@ def test_lock_from_0_5_12_fails_on_0_5_9_and_names_the_change(
     assert "sink_provider: flashinfer -> sgl_kernel" in out
     # the decisive guards: 0.5.12's flashinfer guard held; 0.5.9's refuses the fused shared
     # expert slot and its moe_fused_gate guard holds
-    assert "only before (sglang==0.5.12): _is_cuda and fused_topk_deepseek is not None and" in out
+    assert (
+        "chosen before (sglang==0.5.12) by: _is_cuda and fused_topk_deepseek is not None and" in out
+    )
     assert "num_fused_shared_experts == 0 -> false" in out
     assert (
         "only after: _is_cuda and experts_per_group <= 32 and is_power_of_two(num_experts) -> true"
@@ -74,8 +76,33 @@ def test_lock_from_0_5_23_fails_on_0_5_9_triton_router_to_torch_compile(
         " -> sglang.srt.layers.moe.topk:biased_grouped_topk_impl (torch_compile, torch)"
     ) in out
     assert "sink_kind: triton -> torch_compile" in out
-    assert "only before (sglang==0.5.23): _jit_gate_ok -> true" in out  # the decisive guards
+    assert "chosen before (sglang==0.5.23) by: _jit_gate_ok -> true" in out  # the decisive guard
+    assert len([line for line in out.splitlines() if line.startswith("       ")]) <= 3 + 6 + 1
     assert "note: routescope.lock was recorded with sglang==0.5.23; checking sglang==0.5.9" in out
+
+
+def test_a_bump_that_moves_code_but_changes_no_decision_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GLM-5 on SM120 routes in the same Triton gate on 0.5.20 and 0.5.23, from code that moved
+    (the insertion statement, the guards) and a router that gained a runner_backend field:
+    a lock recorded on one passes on the other (it failed with "path changed: X -> X")."""
+    path = write_policy(tmp_path, policy_text([GLM5], "sglang==0.5.23", ["sm120"]))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.OK, out
+    lock = (tmp_path / "routescope.lock").read_text()
+    assert len(lock.splitlines()) < 80 and "insert_after = " in lock
+    path.write_text(path.read_text().replace("0.5.23", "0.5.20"))
+    code, out, _ = run(["check", "--policy", str(path)], capsys)
+    assert code == ExitCode.OK, out
+    assert "path changed" not in out
+
+
+def test_the_example_lock_is_current(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/ci/routescope.lock is what `--update-lock` writes for its policy today."""
+    policy = Path(__file__).parents[2] / "examples" / "ci" / "routescope.toml"
+    code, out, _ = run(["check", "--policy", str(policy)], capsys)
+    assert code == ExitCode.OK, out
 
 
 def test_forbidden_torch_compile_passes_glm5_on_0_5_23(

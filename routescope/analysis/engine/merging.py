@@ -53,7 +53,7 @@ def merge_raised(
         if kind != "raise" or val is None:
             rest.append((s, kind, val))
             continue
-        key = record_key(s) + (exception_key(val), s.raised_at)
+        key = (*record_key(s), exception_key(val), s.raised_at)
         groups.setdefault(key, []).append((s, val))
     why = f"differs between ways raising at one place, joined at {where}"
     for members in groups.values():
