@@ -7,6 +7,8 @@ Cold = an empty ROUTESCOPE_CACHE (the transformers defaults and the framework so
 and built); warm = the same cache again, where an unchanged trace is read back from the report
 cache; "traced again" = a warm source cache with the report cache off (ROUTESCOPE_TRACE_CACHE=0),
 i.e. what a new model or deployment costs. Prints a markdown table: median and max seconds.
+Beside each cold trace, in the same run, the naive script (benchmarks/naive_read.py: pip
+download the wheel, unzip it, ast-parse the routing slice) and the ratio cold / naive.
 
 --baseline DIR: an A/B in the same run. DIR is another checkout of routescope (e.g. `git
 worktree add DIR <commit>`); each "traced again" run of this checkout is followed by one of DIR's
@@ -24,6 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from naive_read import naive
 
 ROOT = Path(__file__).resolve().parent.parent
 GLM5 = "examples/configs/zai-org--GLM-5.json"
@@ -71,8 +76,9 @@ def main() -> int:
     global PYTHON
     PYTHON = opts.python
     base: Path | None = opts.baseline.resolve() if opts.baseline else None
-    head = "| case | cold (s) | warm median (s) | warm max (s) | traced again, median (s) |"
-    rule = "|---|---:|---:|---:|---:|"
+    head = ("| case | cold (s) | naive script (s) | cold / naive | warm median (s) | warm max (s) "
+            "| traced again, median (s) |")  # fmt: skip
+    rule = "|---|---:|---:|---:|---:|---:|---:|"
     if base is not None:
         head += " baseline traced again (s) | this / baseline |"
         rule += "---:|---:|"
@@ -81,8 +87,13 @@ def main() -> int:
     for name, args in CASES:
         if opts.only not in name:
             continue
+        framework = args[args.index("--framework") + 1] if "--framework" in args else None
         with tempfile.TemporaryDirectory() as cache:
-            cold = "-" if opts.skip_cold else f"{run(args, cache):.2f}"
+            took = None if opts.skip_cold else run(args, cache)
+            cold = "-" if took is None else f"{took:.2f}"
+            floor = naive(framework)[0] if framework and took is not None else None
+            versus = ("-", "-") if floor is None or took is None else (
+                f"{floor:.2f}", f"{took / floor:.1f}")  # fmt: skip
             if opts.skip_cold:
                 run(args, cache)  # fill the cache
             warm = [run(args, cache) for _ in range(opts.runs)]
@@ -92,7 +103,8 @@ def main() -> int:
                 again.append(run(args, cache, trace_cache=False))
                 if base is not None:
                     before.append(run(args, cache, trace_cache=False, root=base))
-        line = (f"| {name} | {cold} | {statistics.median(warm):.2f} | {max(warm):.2f} "
+        line = (f"| {name} | {cold} | {versus[0]} | {versus[1]} "
+                f"| {statistics.median(warm):.2f} | {max(warm):.2f} "
                 f"| {statistics.median(again):.2f} |")  # fmt: skip
         if base is not None:
             ratio = statistics.median(again) / statistics.median(before)

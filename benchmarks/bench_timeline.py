@@ -4,16 +4,24 @@ Usage: python benchmarks/bench_timeline.py [--from 0.5.9] [--to 0.5.23] [--jobs 
   "traced": the framework source already cached, the report cache off (ROUTESCOPE_TRACE_CACHE=0):
             every release is traced, in parallel over the cores;
   "warm":   the same again with the report cache on, after one run has filled it.
+  "naive":  in the same run, the naive script (benchmarks/naive_read.py: pip download, unzip,
+            ast-parse the routing slice) for every release of the range, as many at once as
+            there are cores.
 Prints a markdown table and the releases grouped by path (the answer, to check it)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from naive_read import naive
 
 ROOT = Path(__file__).resolve().parent.parent
 GLM5 = "examples/configs/zai-org--GLM-5.json"
@@ -43,12 +51,19 @@ def main() -> None:
     traced, out = _run(argv, {**base, "ROUTESCOPE_TRACE_CACHE": "0"})
     _run(argv, base)  # fill the report cache
     warm, _ = _run(argv, base)
-    releases = sum(1 for line in out.splitlines() if line[:1].isdigit())
-    print(f"GLM-5 on SGLang {args.start} .. {args.end}, SM120, TP8, {os.cpu_count()} cores\n")
-    print("| run | seconds |\n|---|---|")
-    print(f"| traced (source cached, report cache off) | {traced:.1f} |")
-    print(f"| warm (report cache) | {warm:.1f} |")
-    print(f"\n{releases} groups:\n")
+    _, doc = _run([*argv, "--format", "json"], base)
+    versions = [r["version"] for r in json.loads(doc)["releases"]]
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=args.jobs or os.cpu_count() or 1) as pool:
+        list(pool.map(naive, [f"sglang=={v}" for v in versions]))
+    floor = time.monotonic() - start
+    print(f"GLM-5 on SGLang {args.start} .. {args.end} ({len(versions)} releases), SM120, TP8, "
+          f"{os.cpu_count()} cores\n")  # fmt: skip
+    print("| run | seconds | / naive |\n|---|---:|---:|")
+    print(f"| traced (source cached, report cache off) | {traced:.1f} | {traced / floor:.1f} |")
+    print(f"| warm (report cache) | {warm:.1f} | {warm / floor:.2f} |")
+    print(f"| naive script, every release (download, unzip, parse) | {floor:.1f} | 1 |")
+    print()
     print(out)
 
 
