@@ -147,6 +147,18 @@ class Index:
             return Symbol("external", name, "", None, None, None)
         return Symbol("module", name, "", self._paths[name], 1, None)
 
+    def symbol_of(self, module: str, b: Binding) -> Symbol:
+        """The definition one top-level `def`/`class` binding of `module` makes."""
+        kind = "function" if b.kind == "def" else "class"
+        relpath = self._paths[module]
+        return Symbol(kind, module, b.name, relpath, b.line, b.node, b.conditional,  # type: ignore[arg-type]
+                      decorator_texts(b.node))  # fmt: skip
+
+    def line_text(self, module: str, line: int) -> str:
+        """Line `line` of `module`'s source, stripped ("" when it has none)."""
+        info = self.module(module)
+        return info.lines[line - 1].strip() if info and 0 < line <= len(info.lines) else ""
+
     def find(self, qualified: str) -> Symbol | None:
         """ "pkg.mod:Name.attr" -> the symbol, through re-exports, submodules and bases."""
         if ":" not in qualified:

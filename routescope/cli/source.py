@@ -54,11 +54,24 @@ def show_cmd(
     from routescope.source import open_source
 
     index = Index(open_source(spec, offline=offline))
-    sym = index.require_function(qualname)
-    span = index.source(sym)
+    module, _, name = qualname.partition(":")
+    found = index.bindings(module).get(name, []) if name and "." not in name else []
+    defs = [b for b in found if b.kind == "def"]
+    if index.find_function(qualname) is not None or not defs:
+        sym = index.require_function(qualname)  # exits 2 naming what is missing
+        spans = [(index.source(sym), sym.qualname)]
+    else:  # `def f` and a rebinding of f under a platform check: each def, the others named
+        spans = [(index.source(index.symbol_of(module, b)), f"{module}:{name}") for b in defs]
     typer.echo(f"# {index.tree.origin}")
-    typer.echo(f"# {span.relpath}:{span.first}-{span.last}  ({sym.qualname})")
-    typer.echo(span.numbered())
+    for span, what in spans:
+        typer.echo(f"# {span.relpath}:{span.first}-{span.last}  ({what})")
+        typer.echo(span.numbered())
+    relpath = index.relpath(module)
+    for b in found:
+        if b.kind != "def":
+            when = " (conditional)" if b.conditional else ""
+            typer.echo(f"# {name} is also bound at {relpath}:{b.line}{when}: "
+                       f"{index.line_text(module, b.line)}")  # fmt: skip
 
 
 @source_app.command("versions")

@@ -118,9 +118,12 @@ def published_versions(data: dict[str, Any]) -> list[str]:
 def choose_wheel(
     files: list[WheelFile], name: str, version: str, all_versions: list[str]
 ) -> WheelFile:
-    """The wheel to read for `version`: py3-none-any if published, else the smallest one.
+    """The wheel to read for `version`: py3-none-any if published, else the one the GPU
+    servers install (Linux x86_64), else the smallest one.
 
-    Python sources are identical across platform wheels, so any wheel will do.
+    Python sources are the same across platform wheels, but the requirements a wheel's METADATA
+    pins (flashinfer, torch) carry platform markers, and a report names the wheel it read: the
+    one a deployment runs is the honest choice.
     """
     candidates = [f for f in files if f.version == version]
     if not candidates:
@@ -130,7 +133,16 @@ def choose_wheel(
         raise RoutescopeError(f"{name}=={version}", f"{what} {name}=={version}{hint}")
     live = [f for f in candidates if not f.yanked] or candidates
     universal = [f for f in live if f.filename.endswith("-none-any.whl")]
-    return min(universal or live, key=lambda f: (f.size or 0, f.filename))
+    return min(
+        universal or live,
+        key=lambda f: (not _linux_x86_64(f.filename), f.size or 0, f.filename),
+    )
+
+
+def _linux_x86_64(filename: str) -> bool:
+    """A wheel for Linux on x86_64 (`manylinux_2_34_x86_64`, `linux_x86_64`, ...)?"""
+    platform = filename.removesuffix(".whl").rsplit("-", 1)[-1]
+    return "linux" in platform and platform.endswith("x86_64")
 
 
 def nearest_versions(version: str, versions: list[str], k: int = 2) -> list[str]:

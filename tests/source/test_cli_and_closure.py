@@ -107,3 +107,25 @@ def test_index_url_from_env_and_pip_conf(tmp_path: Path, monkeypatch: pytest.Mon
     assert index_url() == "https://mirror.example/simple"
     monkeypatch.setenv("PIP_INDEX_URL", "https://env.example/pypi/simple")
     assert index_url() == "https://env.example/pypi/simple"
+
+
+def test_show_a_function_rebound_under_a_platform_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`def fused_topk` and, under `if _is_cpu:`, `fused_topk = fused_topk_cpu` (sglang 0.5.23,
+    topk.py:1237 and :2389): the def is shown and the rebinding named, not "no such function"."""
+    pkg = tmp_path / "fw"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "topk.py").write_text(
+        "_is_cpu = False\n\n\ndef fused_topk(x):\n    return x\n\n\n"
+        "def fused_topk_cpu(x):\n    return x\n\n\nif _is_cpu:\n    fused_topk = fused_topk_cpu\n"
+    )
+    assert main(["source", "show", str(tmp_path), "fw.topk:fused_topk"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "# fw/topk.py:4-5  (fw.topk:fused_topk)"
+    assert out[2] == "4  def fused_topk(x):"
+    assert out[-1] == (
+        "# fused_topk is also bound at fw/topk.py:13 (conditional): fused_topk = fused_topk_cpu"
+    )
+    assert main(["source", "show", str(tmp_path), "fw.topk:no_such"]) == 2

@@ -154,6 +154,17 @@ def test_prefers_universal_wheel_else_smallest(index: FakeIndex) -> None:
     tree = open_source("fw==5.0", client=index.client())
     assert "cp311" in tree.origin
     index.add("fw", "5.0", big, tag="py3-none-any")
+
+
+def test_prefers_the_servers_platform_wheel(index: FakeIndex) -> None:
+    """Without a universal wheel, the Linux x86_64 one (what a GPU server installs, whose
+    METADATA's platform-marked pins apply), even when an aarch64 wheel is smaller."""
+    big = build_wheel("fw", "5.1", {**FILES, "fw/big.py": b"#" * 5000})
+    small = build_wheel("fw", "5.1", FILES)
+    index.add("fw", "5.1", small, tag="cp312-cp312-manylinux_2_34_aarch64")
+    index.add("fw", "5.1", big, tag="cp312-cp312-manylinux_2_34_x86_64")
+    tree = open_source("fw==5.1", client=index.client())
+    assert "x86_64" in tree.origin
     assert isinstance(tree, WheelTree)
 
 
