@@ -44,9 +44,12 @@ def _norm(name: str) -> str:
 
 
 @cache
-def _table() -> tuple[dict[str, GpuProfile], tuple[GpuProfile, ...]]:
+def _table() -> tuple[
+    dict[str, GpuProfile], tuple[GpuProfile, ...], dict[GpuProfile, tuple[str, ...]]
+]:
     by_name: dict[str, GpuProfile] = {}
     every: list[GpuProfile] = []
+    spelled: dict[GpuProfile, tuple[str, ...]] = {}  # the aliases, as the rule file writes them
     for path in rule_files("hardware"):
         fam = load_rule_file(path, "hardware")
         cap = (fam["capability"][0], fam["capability"][1])
@@ -66,16 +69,24 @@ def _table() -> tuple[dict[str, GpuProfile], tuple[GpuProfile, ...]]:
             names = [dev["id"], dev["name"], *dev.get("aliases", [])]
             if i == 0:  # the family's names select its first (reference) device
                 names += [fam["id"], *fam["aliases"]]
+            spelled[prof] = tuple(names[2:])
             for name in names:
                 key = _norm(name)
                 if key in by_name and by_name[key] != prof:
                     raise RoutescopeError(str(path), f"GPU alias {name!r} is defined twice")
                 by_name[key] = prof
-    return by_name, tuple(sorted(every, key=lambda p: (-p.capability[0], -p.capability[1])))
+    ordered = tuple(sorted(every, key=lambda p: (-p.capability[0], -p.capability[1])))
+    return by_name, ordered, spelled
 
 
 def all_profiles() -> tuple[GpuProfile, ...]:
     return _table()[1]
+
+
+def aliases_of(profile: GpuProfile) -> list[str]:
+    """The names --gpu takes for `profile` besides its device id and full name, as the rule
+    file spells them (the family's names select its first device)."""
+    return list(_table()[2].get(profile, ()))
 
 
 def resolve_gpu(name: str) -> GpuProfile:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from routescope.cli import main
-from routescope.hardware import resolve_gpu
+from routescope.hardware import all_profiles, resolve_gpu
 from tests.conftest import CONFIGS
 
 GLM5 = str(CONFIGS / "zai-org--GLM-5.json")
@@ -105,6 +105,20 @@ def test_gpus_lists_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     families = {p["family"] for p in json.loads(out)}
     assert {"sm120", "sm100", "sm90", "sm89", "sm80"} <= families
+    by_device = {p["device"]: p for p in json.loads(out)}
+    assert by_device["rtx-5090"]["aliases"] == ["5090", "rtx5090", "geforce-rtx-5090"]
+    assert "sm120" in by_device["rtx-pro-6000"]["aliases"]  # the family picks its first device
+
+
+def test_gpus_table_shows_aliases_uncut_at_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(["gpus"], capsys)
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    for p in all_profiles():
+        assert f" {p.device} " in out  # every device id whole, as --gpu takes it
+    assert "rtx5090" in out and "blackwell-consumer" in out
 
 
 def test_unknown_gpu_lists_known() -> None:
