@@ -33,9 +33,14 @@ class Release:
 
     @property
     def path(self) -> tuple[Any, ...]:
-        """What tells two releases' answers apart."""
-        return (self.status, self.sink, tuple(sorted(self.router.items())), self.blockers,
-                self.error)  # fmt: skip
+        """What tells two releases' answers apart (the router's fields: see same_path)."""
+        return (self.status, self.sink, self.blockers, self.error)
+
+    def same_path(self, other: Release) -> bool:
+        """The same answer: a router field only one release has (runner_backend, new in
+        0.5.23) is not recorded by the other, which is no change of path."""
+        shared = self.router.keys() & other.router.keys()
+        return self.path == other.path and all(self.router[k] == other.router[k] for k in shared)
 
 
 def releases_between(
@@ -147,10 +152,11 @@ def build_timeline(
     rels = [summarise(v, got) for v, got in zip(versions, results, strict=True)]
     groups: list[dict[str, Any]] = []
     for r in rels:
-        if groups and groups[-1]["path"] == r.path:
+        if groups and groups[-1]["last"].same_path(r):
             groups[-1]["versions"].append(r.version)
+            groups[-1]["last"] = r
         else:
-            groups.append({"path": r.path, "versions": [r.version], "release": r})
+            groups.append({"versions": [r.version], "release": r, "last": r})
     changes = []
     for prev, cur in itertools.pairwise(groups):
         i = versions.index(cur["versions"][0])

@@ -81,6 +81,26 @@ def test_releases_group_by_path_and_each_change_is_explained(
     assert "## 0.5.16 → 0.5.17" in md and "`_jit_gate_ok` → **true**" in md
 
 
+def test_a_router_field_only_one_release_has_is_no_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.5.23's router gained runner_backend; 0.5.22's has none: the same path, one group. A
+    field both have and that differs is a change."""
+    newer = json.loads(json.dumps(NEW))
+    newer["dispatch"]["router"]["runner_backend"] = {"value": "MoeRunnerBackend.TRITON"}
+    other = json.loads(json.dumps(NEW))
+    other["dispatch"]["router"]["top_k"] = {"value": "8"}
+    by_version = {"0.5.22": NEW, "0.5.23": newer, "0.5.24": other}
+
+    def fake(req: api.InspectRequest) -> dict[str, Any]:
+        return {"report": by_version[req.framework.partition("==")[2]]}  # type: ignore[union-attr]
+
+    monkeypatch.setattr("routescope.timeline._one", fake)
+    req = api.InspectRequest(model="glm5", framework="sglang", gpu="sm120", tp=8)
+    t = build_timeline(req, list(by_version), jobs=1)
+    assert [g["versions"] for g in t["groups"]] == [["0.5.22", "0.5.23"], ["0.5.24"]]
+    (change,) = t["changes"]
+    assert [f["field"] for f in change["fields"]] == ["router"]
+
+
 def test_a_release_that_cannot_be_traced_is_its_own_group() -> None:
     r = summarise("0.5.4", {"error": "model: the release serves no GlmMoeDsaForCausalLM"})
     assert r.status == "error" and "GlmMoeDsaForCausalLM" in r.error
