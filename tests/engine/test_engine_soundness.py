@@ -547,3 +547,42 @@ def test_a_comprehension_filter_the_facts_do_not_decide_keeps_the_item_perhaps(
         (a.value, c.value, first.value) == (True, False, 1)
     )
     assert isinstance(b, Unknown) and isinstance(second, Unknown)  # "b" and 2 are perhaps there
+
+
+def test_a_key_a_comprehension_perhaps_kept_holds_its_item(tmp_path: Path) -> None:
+    """`{k: v for k, v in items if flag(k)}` with the filter unknown: each key is perhaps there,
+    and where it is, it holds its item (sglang 0.5.19 reads its server arguments through such a
+    declaration: `tp_size` read back Unknown, the model path too, and the whole start-up ran on
+    an unknown checkpoint until it outgrew its budget)."""
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        import os
+        def main():
+            declared = {k: v for k, v in (("tp_size", 8), ("dp", 2)) if os.environ.get(k)}
+            if "tp_size" in declared:
+                return declared["tp_size"]
+            return "absent"
+    """
+        },
+    )
+    assert sorted(returned(paths), key=str) == [8, "absent"]
+
+
+def test_an_update_with_a_key_perhaps_there_perhaps_overwrites(tmp_path: Path) -> None:
+    """`a.update(b)` where b perhaps holds a key of a's with another value: a's item is one of
+    the two, not a's alone (it read 1)."""
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        import os
+        def main():
+            a = {"k": 1}
+            a.update({k: v for k, v in (("k", 2),) if os.environ.get("X")})
+            return a["k"]
+    """
+        },
+    )
+    assert returned(paths) == [None]  # 1 or 2: not one value

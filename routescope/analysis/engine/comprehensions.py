@@ -17,9 +17,9 @@ from routescope.analysis.engine.containers import (
     new_tuple,
 )
 from routescope.analysis.engine.contents import iteration, truth_in
+from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
-    OpenKeys,
     Unknown,
     UnknownKind,
     Value,
@@ -58,11 +58,15 @@ class ComprehensionsMixin(EngineBase):
             pairs = [cast(tuple[Value, Value], item) for item, maybe in got if not maybe]
             if not perhaps:
                 return new_dict(pairs)
-            keys = {key_of(cast(tuple[Value, Value], item)[0]) for item in perhaps}
+            items = [cast(tuple[Value, Value], item) for item in perhaps]
+            keys = {key_of(k) for k, _ in items}
             sure = {key_of(k) for k, _ in pairs}
             if any(k in (UNTOLD, UNHASHABLE) for k in keys) or keys & sure:
                 return why
-            return new_dict(pairs, OpenKeys(frozenset(keys), "a comprehension filter"))
+            if len(keys) < len(items):  # one key kept perhaps twice: which value, not known
+                return new_dict(pairs, OpenKeys(frozenset(keys), "a comprehension filter"))
+            values = {key_of(k): v for k, v in items}  # the value it holds when it is there
+            return new_dict(pairs, OpenKeys(frozenset(keys), "a comprehension filter", values))
         if isinstance(node, ast.ListComp) and perhaps:
             return ListVal(None, why, [(cast(Value, item), maybe) for item, maybe in got])
         if perhaps:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.values import (
     SERIALS,
     ClassVal,
@@ -20,7 +21,6 @@ from routescope.analysis.engine.values import (
     FunctionVal,
     Instance,
     ModuleVal,
-    OpenKeys,
     Tensor,
     Unknown,
     UnknownKind,
@@ -103,7 +103,7 @@ class Entries:
         items.pop(key, None)
         rest = self.rest
         if isinstance(rest, OpenKeys) and key in rest.keys:
-            rest = OpenKeys(rest.keys - {key}, rest.reason) if len(rest.keys) > 1 else None
+            rest = rest.narrowed(rest.keys - {key})
         return Entries(items, rest)
 
     def absent(self, key: Hashable) -> bool:
@@ -114,6 +114,16 @@ class Entries:
 
     def closed(self) -> bool:
         return self.rest is None
+
+
+def perhaps_value(old: Value, new: Value | None) -> Value:
+    """What an entry holds when a write of `new` perhaps happened (None: of a value not
+    known): itself when both agree, else Unknown."""
+    if new is None:
+        return Unknown("perhaps overwritten by a dict update", kind=UnknownKind.JOINED)
+    if old is new or (isinstance(old, Const) and isinstance(new, Const) and same_const(old, new)):
+        return old
+    return Unknown("perhaps overwritten by a dict update", kind=UnknownKind.JOINED)
 
 
 def _perhaps(old: Value, new: Value) -> Value:

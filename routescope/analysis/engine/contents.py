@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -71,6 +72,8 @@ def dict_get(st: PathState, d: DictVal, key: Value) -> Value | None:
         return None
     rest = e.rest
     assert rest is not None
+    if isinstance(rest, OpenKeys) and k in rest.values:
+        return rest.values[k]  # perhaps there; when it is, this is what it holds
     return Unknown(rest.reason, kind=rest.kind)
 
 

@@ -21,6 +21,7 @@ from routescope.analysis.engine.containers import (
     TupleVal,
     same_const,
 )
+from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.shapes import (
     ALIGN_LIMIT,
     DEPTH,
@@ -35,12 +36,10 @@ from routescope.analysis.engine.values import (
     External,
     FunctionVal,
     Instance,
-    OpenKeys,
     Tensor,
     Unknown,
     UnknownKind,
     Value,
-    rest_of_dicts,
 )
 
 # How far into nested objects a join looks (server args -> declaration stash -> entry -> dict).
@@ -183,7 +182,14 @@ def _join_entries(views: list[Entries], states: list[PathState], why: str, depth
         k: (keys[k], join_values([v.items[k][1] for v in views], states, why, depth))
         for k in everywhere
     }
-    rest = rest_of_dicts([OpenKeys(partial, why) if partial else None, *(v.rest for v in views)])
+    values: dict[Hashable, Value] = {}
+    if len(views) == len(states):  # what a key only some paths hold holds where it is there
+        for k in partial:
+            having = [(s, v.items[k][1]) for s, v in zip(states, views, strict=True)
+                      if k in v.items]  # fmt: skip
+            values[k] = join_values([v for _, v in having], [s for s, _ in having], why, depth)
+    opened = OpenKeys(partial, why, values) if partial else None
+    rest = rest_of_dicts([opened, *(v.rest for v in views)])
     return Entries(items, rest if isinstance(rest, Unknown) else None)
 
 

@@ -14,6 +14,7 @@ from routescope.analysis.engine.containers import (
     SetVal,
     new_set,
     new_tuple,
+    perhaps_value,
 )
 from routescope.analysis.engine.contents import (
     entries,
@@ -23,16 +24,15 @@ from routescope.analysis.engine.contents import (
     length,
     seq_items,
 )
+from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
-    OpenKeys,
     Unknown,
     UnknownKind,
     Value,
     merge_origins,
     ordered,
-    rest_of_dicts,
 )
 from routescope.analysis.library.builtins import call_builtin
 
@@ -43,13 +43,13 @@ def merged(a: Entries, b: Entries) -> Entries:
     for k, (kv, v) in b.items.items():
         first = items.get(k)
         items[k] = (first[0] if first is not None else kv, v)
+    if isinstance(b.rest, OpenKeys):  # a key b perhaps holds perhaps overwrites a's item
+        for k in b.rest.keys & a.items.keys():
+            kv, v = items[k]
+            items[k] = (kv, perhaps_value(v, b.rest.values.get(k)))
     rest = rest_of_dicts([a.rest, b.rest])
     if isinstance(rest, OpenKeys):
-        rest = (
-            OpenKeys(frozenset(rest.keys - items.keys()), rest.reason)
-            if rest.keys - items.keys()
-            else None
-        )
+        rest = rest.narrowed(frozenset(rest.keys - items.keys()))
     return Entries(items, rest if isinstance(rest, Unknown) else None)
 
 
@@ -81,7 +81,7 @@ def set_algebra(st: PathState, op: ast.operator, a: Value, b: Value) -> Value:
         gone = set(y.items)
         rest = x.rest
         if isinstance(rest, OpenKeys):  # the keys of a joined dict: some only perhaps there
-            rest = OpenKeys(rest.keys - gone, rest.reason) if rest.keys - gone else None
+            rest = rest.narrowed(frozenset(rest.keys - gone))
         return SetVal(Entries({k: m for k, m in x.items.items() if k not in gone}, rest))
     if isinstance(op, ast.BitAnd):
         both = {k: m for k, m in x.items.items() if k in y.items}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import enum
 import itertools
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,31 +103,6 @@ class AtLeast(Unknown):
     def __init__(self, low: int, reason: str, origins: tuple[str, ...] = ()) -> None:
         super().__init__(reason, origins, True if low > 0 else None, UnknownKind.INPUT)
         self.low = low
-
-
-class OpenKeys(Unknown):
-    """What a dict holds beyond its known keys when it is a join of paths whose keys differed:
-    perhaps some of `keys` (values unknown), and no other key. Stored under the dict's "*"
-    field; any write of unknown contents replaces it with a plain Unknown."""
-
-    __slots__ = ("keys",)
-
-    def __init__(self, keys: frozenset[Hashable], reason: str) -> None:
-        super().__init__(reason, kind=UnknownKind.JOINED)
-        self.keys = keys
-
-
-def rest_of_dicts(rests: list[Value | None]) -> Value | None:
-    """The "*" field of a dict made from dicts whose "*" fields are `rests` (None: closed),
-    with the first one's reason (where the contents stopped being known)."""
-    present = [r for r in rests if r is not None]
-    if not present:
-        return None
-    reason = present[0].reason if isinstance(present[0], Unknown) else "dict of unknown contents"
-    if all(isinstance(r, OpenKeys) for r in present):
-        return OpenKeys(frozenset().union(*(r.keys for r in present)), reason)  # type: ignore[attr-defined]
-    first = present[0]
-    return Unknown(reason, kind=first.kind if isinstance(first, Unknown) else UnknownKind.OPAQUE)
 
 
 class Tensor(Value):
