@@ -114,7 +114,8 @@ def simulate(
         return
     from routescope.render.simulate_text import table
 
-    console().print(table(report))
+    out = console()
+    out.print(table(report, out.width))
 
 
 def _policy(text: str) -> GroupPolicy:

@@ -120,3 +120,23 @@ def test_sglang_per_token_dump(tmp_path: Path) -> None:
     t = load_trace(str(tmp_path / "expert_distribution_recorder_1.0_0.pt"), num_layers=2, top_k=8)
     assert t.ids is not None and t.ids.shape == (1, 4, 8)  # the dense layer (all -1) dropped
     assert t.ids[0, 0, :3].tolist() == [0, 1, 0]
+
+
+def test_text_table_fits_80_columns_with_no_number_cut(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns the p95s, mass used and experts/tok leave the table (named in the
+    caption) rather than every number being cut to "111…"; at 160 every column is there."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    args = [*BASE, "--batch", "1,64", "--k0", "2", "--hidden", "1024", "--moe-intermediate", "512"]
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "…" not in out and "T OEA" in out and "µs OEA" in out and "p95" not in out.split(
+        "left out")[0]  # fmt: skip
+    assert "left out at this width: T base p95, T OEA p95, mass used," in out
+    monkeypatch.setenv("COLUMNS", "160")
+    assert main(args) == 0
+    wide = capsys.readouterr().out
+    assert "T OEA p95" in wide and "experts/tok" in wide and "left out" not in wide
