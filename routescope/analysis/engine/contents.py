@@ -72,9 +72,18 @@ def dict_get(st: PathState, d: DictVal, key: Value) -> Value | None:
         return None
     rest = e.rest
     assert rest is not None
-    if isinstance(rest, OpenKeys) and k in rest.values:
-        return rest.values[k]  # perhaps there; when it is, this is what it holds
     return Unknown(rest.reason, kind=rest.kind)
+
+
+def perhaps_item(st: PathState, d: DictVal, key: Value) -> Value | None:
+    """What `d[key]` holds where `key` is there, for a key only perhaps there (a join or a
+    comprehension's undecided filter); None when that is not known. `d.get(key)` may also
+    give its default, so only a subscript (which raises where the key is missing) uses it."""
+    rest = entries(st, d).rest
+    k = key_of(key)
+    if isinstance(rest, OpenKeys) and k is not UNTOLD and k is not UNHASHABLE:
+        return rest.values.get(k)
+    return None
 
 
 def contains(st: PathState, container: Value, item: Value) -> bool | None:

@@ -25,6 +25,7 @@ from routescope.analysis.engine.contents import (
     entries,
     iteration,
     layout_of,
+    perhaps_item,
     seq_items,
     snapshot,
     truth_in,
@@ -81,7 +82,9 @@ class ExprMixin(EngineBase):
                 out.append((s, v))
                 continue
             if v.maybe:
-                out.append((s, Unknown(v.reason, v.origins, v.truthy, v.kind)))
+                goes_on = v.then if v.then is not None else Unknown(
+                    v.reason, v.origins, v.truthy, v.kind)  # fmt: skip
+                out.append((s, goes_on))
                 s = s.fork()
             s.raising = External(v.exc) if isinstance(v.exc, str) else v.exc
             s.raised_at = s.raised_at if not isinstance(v.exc, str) else where
@@ -271,7 +274,9 @@ class ExprMixin(EngineBase):
             if got is None:
                 return raises("KeyError", "a dict lookup of a missing key")
             if isinstance(got, Unknown) and not self._surely_in(st, obj, idx):
-                return may_raise("KeyError", got)  # the key may be missing
+                # the key may be missing; where it is there, a key a comprehension perhaps
+                # kept holds its item
+                return may_raise("KeyError", got, perhaps_item(st, obj, idx))
             return got
         if isinstance(obj, ListVal) and isinstance(idx, Const) and type(idx.value) is int:
             return self._list_item(st, obj, idx.value)

@@ -67,7 +67,7 @@ class Unknown(Value):
 
     `truthy` is set when only the truthiness is known (an f-string with literal text)."""
 
-    __slots__ = ("exc", "kind", "maybe", "reason", "serial", "truthy")
+    __slots__ = ("exc", "kind", "maybe", "reason", "serial", "then", "truthy")
 
     def __init__(
         self,
@@ -89,6 +89,7 @@ class Unknown(Value):
         # an unknown value, depending on what the facts do not tell
         self.exc = exc
         self.maybe = False
+        self.then: Value | None = None  # `maybe`: what the way that goes on gives, if known
 
     def __repr__(self) -> str:
         return f"Unknown({self.reason!r})"
@@ -358,10 +359,12 @@ def raises_value(exc: Value, why: str) -> Unknown:
     return Unknown(why, kind=UnknownKind.RAISED, exc=exc)
 
 
-def may_raise(exc: str, why: Unknown) -> Unknown:
+def may_raise(exc: str, why: Unknown, then: Value | None = None) -> Unknown:
     """The value of a builtin operation whose operands the facts do not tell, that raises
     `exc` for some of them: the expression forks into a way that raises and a way that goes
-    on with `why` (an unknown value)."""
+    on with `then` where it is known (a key perhaps there: its value when it is), else `why`
+    (an unknown value)."""
     out = Unknown(why.reason, why.origins, why.truthy, why.kind, exc)
     out.maybe = True
+    out.then = then
     return out
