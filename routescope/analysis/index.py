@@ -110,19 +110,8 @@ class Index:
             return None
         b = found[-1]
         conditional = b.conditional or len(found) > 1
-        relpath = self._paths[module]
         if b.kind in ("def", "class", "assign"):
-            kind = {"def": "function", "class": "class", "assign": "assignment"}[b.kind]
-            return Symbol(
-                kind,  # type: ignore[arg-type]
-                module,
-                name,
-                relpath,
-                b.line,
-                b.node,
-                conditional,
-                decorator_texts(b.node),
-            )
+            return self.symbol_of(module, b, conditional)
         assert b.module is not None
         hit = self._follow(b, name, seen)
         # an import under if/try makes the name conditional here, wherever it is defined
@@ -147,12 +136,20 @@ class Index:
             return Symbol("external", name, "", None, None, None)
         return Symbol("module", name, "", self._paths[name], 1, None)
 
-    def symbol_of(self, module: str, b: Binding) -> Symbol:
-        """The definition one top-level `def`/`class` binding of `module` makes."""
-        kind = "function" if b.kind == "def" else "class"
-        relpath = self._paths[module]
-        return Symbol(kind, module, b.name, relpath, b.line, b.node, b.conditional,  # type: ignore[arg-type]
-                      decorator_texts(b.node))  # fmt: skip
+    def symbol_of(self, module: str, b: Binding, conditional: bool | None = None) -> Symbol:
+        """The definition one top-level `def`, `class` or assignment binding of `module` makes
+        (`conditional`: whether the name may mean something else; default the binding's own)."""
+        kind = {"def": "function", "class": "class", "assign": "assignment"}[b.kind]
+        return Symbol(
+            kind,  # type: ignore[arg-type]
+            module,
+            b.name,
+            self._paths[module],
+            b.line,
+            b.node,
+            b.conditional if conditional is None else conditional,
+            decorator_texts(b.node),
+        )
 
     def line_text(self, module: str, line: int) -> str:
         """Line `line` of `module`'s source, stripped ("" when it has none)."""

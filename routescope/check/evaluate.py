@@ -13,6 +13,7 @@ from routescope.check.lock import (
     cut_text,
     diff_entries,
     entry_from_report,
+    short_function,
 )
 from routescope.check.matrix import Cell
 from routescope.check.policy import BYPASSED, Policy
@@ -139,10 +140,6 @@ def _path_text(e: LockEntry) -> str:
     return f"{e.field('sink')} ({e.field('sink_kind')}{', ' + provider if provider else ''})"
 
 
-def _fn(function: str) -> str:
-    return function.rpartition(":")[2] or function
-
-
 def _lock_finding(
     cell: Cell,
     entry: LockEntry,
@@ -172,7 +169,8 @@ def _lock_finding(
     why += [f"chosen now by: {change.chose_after.shown()}"] if change.chose_after else []
     why += [
         f"changed: {cut_text(a.condition)}: {a.value} -> {b.value}"
-        f"{f' [{b.parts[-1]}]' if b.parts else ''}  ({a.at} -> {b.at}, {_fn(b.function)})"
+        f"{f' [{b.parts[-1]}]' if b.parts else ''}"
+        f"  ({a.at} -> {b.at}, {short_function(b.function)})"
         for a, b in change.changed
     ]
     # the guards that chose each kernel and those that flipped first, then each side its share

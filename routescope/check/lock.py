@@ -65,16 +65,15 @@ class Decision:
         """One line: the condition (cut), its value, the operand that settled it (the last
         one evaluated, for an and/or), where."""
         why = f" [{self.parts[-1]}]" if self.parts else ""
-        return (
-            f"{cut_text(self.condition)} -> {self.value}{why}  ({self.at}, {_short(self.function)})"
-        )
+        where = f"({self.at}, {short_function(self.function)})"
+        return f"{cut_text(self.condition)} -> {self.value}{why}  {where}"
 
 
 def cut_text(text: str, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
-def _short(function: str) -> str:
+def short_function(function: str) -> str:
     """`pkg.mod:Class.method` -> `Class.method` (the file:line beside it says where)."""
     return function.rpartition(":")[2] or function
 

@@ -57,8 +57,9 @@ def show_cmd(
     module, _, name = qualname.partition(":")
     found = index.bindings(module).get(name, []) if name and "." not in name else []
     defs = [b for b in found if b.kind == "def"]
-    if index.find_function(qualname) is not None or not defs:
-        sym = index.require_function(qualname)  # exits 2 naming what is missing
+    sym = index.find_function(qualname)
+    if sym is not None or not defs:
+        sym = sym or index.require_function(qualname)  # exits 2 naming what is missing
         spans = [(index.source(sym), sym.qualname)]
     else:  # `def f` and a rebinding of f under a platform check: each def, the others named
         spans = [(index.source(index.symbol_of(module, b)), f"{module}:{name}") for b in defs]

@@ -146,11 +146,18 @@ def test_not_a_zip_is_a_clear_error(index: FakeIndex) -> None:
         open_source("fw==4.0", client=index.client())
 
 
+def _big_and_small(index: FakeIndex, version: str, big_tag: str, small_tag: str) -> bytes:
+    """Two platform wheels of fw==`version`, one larger; the larger one's bytes."""
+    big = build_wheel("fw", version, {**FILES, "fw/big.py": b"#" * 5000})
+    index.add("fw", version, big, tag=big_tag)
+    index.add("fw", version, build_wheel("fw", version, FILES), tag=small_tag)
+    return big
+
+
 def test_prefers_universal_wheel_else_smallest(index: FakeIndex) -> None:
-    big = build_wheel("fw", "5.0", {**FILES, "fw/big.py": b"#" * 5000})
-    small = build_wheel("fw", "5.0", FILES)
-    index.add("fw", "5.0", big, tag="cp312-cp312-manylinux_x86_64")
-    index.add("fw", "5.0", small, tag="cp311-cp311-manylinux_x86_64")
+    big = _big_and_small(
+        index, "5.0", "cp312-cp312-manylinux_x86_64", "cp311-cp311-manylinux_x86_64"
+    )
     tree = open_source("fw==5.0", client=index.client())
     assert "cp311" in tree.origin
     index.add("fw", "5.0", big, tag="py3-none-any")
@@ -159,10 +166,9 @@ def test_prefers_universal_wheel_else_smallest(index: FakeIndex) -> None:
 def test_prefers_the_servers_platform_wheel(index: FakeIndex) -> None:
     """Without a universal wheel, the Linux x86_64 one (what a GPU server installs, whose
     METADATA's platform-marked pins apply), even when an aarch64 wheel is smaller."""
-    big = build_wheel("fw", "5.1", {**FILES, "fw/big.py": b"#" * 5000})
-    small = build_wheel("fw", "5.1", FILES)
-    index.add("fw", "5.1", small, tag="cp312-cp312-manylinux_2_34_aarch64")
-    index.add("fw", "5.1", big, tag="cp312-cp312-manylinux_2_34_x86_64")
+    _big_and_small(
+        index, "5.1", "cp312-cp312-manylinux_2_34_x86_64", "cp312-cp312-manylinux_2_34_aarch64"
+    )
     tree = open_source("fw==5.1", client=index.client())
     assert "x86_64" in tree.origin
     assert isinstance(tree, WheelTree)

@@ -92,7 +92,13 @@ class Entries:
         k = key_of(key)
         if k is UNTOLD or k is UNHASHABLE:
             why = Unknown("written with a key routescope cannot tell", kind=UnknownKind.UNSUPPORTED)
-            return Entries({h: (kv, _perhaps(v, value)) for h, (kv, v) in self.items.items()}, why)
+            return Entries(
+                {
+                    h: (kv, perhaps_value(v, value, "perhaps overwritten through an unknown key"))
+                    for h, (kv, v) in self.items.items()
+                },
+                why,
+            )
         items = dict(self.items)
         first = items.get(k)
         items[k] = (first[0] if first is not None else key, value)  # Python keeps the first key
@@ -116,21 +122,19 @@ class Entries:
         return self.rest is None
 
 
-def perhaps_value(old: Value, new: Value | None) -> Value:
+def perhaps_value(
+    old: Value,
+    new: Value | None,
+    why: str = "perhaps overwritten by a dict update",
+    kind: UnknownKind = UnknownKind.JOINED,
+) -> Value:
     """What an entry holds when a write of `new` perhaps happened (None: of a value not
     known): itself when both agree, else Unknown."""
-    if new is None:
-        return Unknown("perhaps overwritten by a dict update", kind=UnknownKind.JOINED)
-    if old is new or (isinstance(old, Const) and isinstance(new, Const) and same_const(old, new)):
+    if new is not None and (
+        old is new or (isinstance(old, Const) and isinstance(new, Const) and same_const(old, new))
+    ):
         return old
-    return Unknown("perhaps overwritten by a dict update", kind=UnknownKind.JOINED)
-
-
-def _perhaps(old: Value, new: Value) -> Value:
-    """What an entry holds after a write with an unknown key: itself, or the new value."""
-    if old is new or (isinstance(old, Const) and isinstance(new, Const) and same_const(old, new)):
-        return old
-    return Unknown("perhaps overwritten through an unknown key", kind=UnknownKind.UNSUPPORTED)
+    return Unknown(why, kind=kind)
 
 
 def same_const(a: Const, b: Const) -> bool:
