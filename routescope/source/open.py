@@ -74,6 +74,8 @@ def open_published(
         return http[0]
 
     release = cache.read_json(cache.release_path(name, version))
+    if release is not None and release.get("choice") != registry.CHOICE_RULE and not offline:
+        release = None  # chosen under another rule: choose again (offline, its sources serve)
     listing = (
         cache.read_json(cache.wheel_listing_path(str(release["wheel_sha256"]))) if release else None
     )
@@ -87,10 +89,17 @@ def open_published(
         wheel = registry.choose_wheel(files, name, version, registry.published_versions(data))
         if wheel.sha256 is None:
             raise RoutescopeError(subject, f"the index lists no sha256 for {wheel.filename}")
-        release = {"wheel_sha256": wheel.sha256, "filename": wheel.filename, "url": wheel.url}
+        release = {
+            "wheel_sha256": wheel.sha256,
+            "filename": wheel.filename,
+            "url": wheel.url,
+            "choice": registry.CHOICE_RULE,
+        }
         reader = _reader(get_client(), release, subject)
-        listing = build_listing(reader, subject)
-        cache.write_json(cache.wheel_listing_path(wheel.sha256), listing)
+        listing = cache.read_json(cache.wheel_listing_path(wheel.sha256))
+        if listing is None:
+            listing = build_listing(reader, subject)
+            cache.write_json(cache.wheel_listing_path(wheel.sha256), listing)
         cache.write_json(cache.release_path(name, version), release)
         return WheelTree(
             listing,

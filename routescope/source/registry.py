@@ -115,6 +115,11 @@ def published_versions(data: dict[str, Any]) -> list[str]:
     return cache.sort_versions(sorted(set(map(str, versions))))
 
 
+# Which wheel choose_wheel picks, as data: a cached release record made under another rule is
+# chosen again (a record from before x86_64 was preferred names an aarch64 wheel).
+CHOICE_RULE = "universal, else linux-x86_64, else smallest"
+
+
 def choose_wheel(
     files: list[WheelFile], name: str, version: str, all_versions: list[str]
 ) -> WheelFile:

@@ -55,9 +55,10 @@ class WheelTree:
         self._progress = progress
 
     def fingerprint(self) -> str:
-        """sha256 over the wheel's RECORD: every file's path and content hash."""
+        """sha256 over the wheel's origin (a report names it) and RECORD: every file's path
+        and content hash."""
         rows = "\n".join(f"{k}={v}" for k, v in sorted(self._record.items()))
-        return hashlib.sha256(f"{self.name}=={self.version}\n{rows}".encode()).hexdigest()
+        return hashlib.sha256(f"{self.origin}\n{rows}".encode()).hexdigest()
 
     @property
     def reader(self) -> RangeReader | None:

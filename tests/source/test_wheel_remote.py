@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import httpx
 import pytest
 
 from routescope.errors import RoutescopeError
-from routescope.source import open_source
+from routescope.source import cache, open_source, registry
 from routescope.source.cache import blob_path
 from routescope.source.wheel import WheelTree
 from tests.source.conftest import FILES, TOPK
@@ -172,6 +173,31 @@ def test_prefers_the_servers_platform_wheel(index: FakeIndex) -> None:
     tree = open_source("fw==5.1", client=index.client())
     assert "x86_64" in tree.origin
     assert isinstance(tree, WheelTree)
+
+
+def test_a_release_record_chosen_under_another_rule_is_chosen_again(index: FakeIndex) -> None:
+    """A cache filled before x86_64 was preferred holds a record naming the aarch64 wheel; a
+    later run must not keep naming it (CI's persisted cache did, and the committed patches
+    disagreed). Offline, the old record still serves: its Python sources are the same."""
+    index.add(
+        "fw", "5.2", build_wheel("fw", "5.2", FILES), tag="cp312-cp312-manylinux_2_34_aarch64"
+    )
+    assert "aarch64" in open_source("fw==5.2", client=index.client(), progress=False).origin
+    record_path = cache.release_path("fw", "5.2")
+    old_record = json.loads(record_path.read_text())
+    del old_record["choice"]  # as an older routescope wrote it
+    cache.write_json(record_path, old_record)
+    index.add("fw", "5.2", build_wheel("fw", "5.2", FILES), tag="cp312-cp312-manylinux_2_34_x86_64")
+
+    stale = open_source("fw==5.2", offline=True, progress=False)
+    assert "aarch64" in stale.origin
+    again = open_source("fw==5.2", client=index.client(), progress=False)
+    assert "x86_64" in again.origin
+    assert again.read_bytes("fw/layers/topk.py") == TOPK
+    assert isinstance(again, WheelTree) and isinstance(stale, WheelTree)
+    assert again.fingerprint() != stale.fingerprint()  # a cached report names its wheel
+    assert json.loads(record_path.read_text())["choice"] == registry.CHOICE_RULE
+    assert "x86_64" in open_source("fw==5.2", offline=True, progress=False).origin
 
 
 def test_two_trees_share_one_cache(index: FakeIndex, tmp_cache: Path) -> None:
