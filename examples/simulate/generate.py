@@ -24,7 +24,7 @@ SOURCES = {"uniform": "uniform", "zipf": "zipf:1.2"}
 
 
 def simulate(args: list[str]) -> str:
-    env = dict(os.environ, COLUMNS="110", NO_COLOR="1", TERM="dumb")
+    env = dict(os.environ, COLUMNS="140", NO_COLOR="1", TERM="dumb")
     cmd = [sys.executable, "-m", "routescope", "simulate", *args, "--gpu", "rtx-pro-6000"]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:

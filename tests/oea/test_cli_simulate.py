@@ -40,7 +40,9 @@ def test_json_and_svg(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Non
     assert [q["batch"] for q in data["at_quality"]] == [1, 4, 16]
     assert data["rows"][0]["time_baseline_us"] is None  # no sizes given
     text = svg.read_text()
-    assert text.startswith("<svg") and text.count("<polyline") == 3  # baseline + two k0
+    assert (
+        text.startswith("<svg") and text.count("<polyline") == 5
+    )  # T: baseline + two k0; quality: two k0
 
 
 @pytest.mark.parametrize(
@@ -140,3 +142,23 @@ def test_text_table_fits_80_columns_with_no_number_cut(
     assert main(args) == 0
     wide = capsys.readouterr().out
     assert "T OEA p95" in wide and "experts/tok" in wide and "left out" not in wide
+
+
+def test_plot_axis_stops_at_n_and_shows_quality(tmp_path: Path) -> None:
+    """At a batch where every expert is loaded T reaches N: the axis ends there (a nice ceiling
+    past it showed values no layer can take), and the cost is in the plot too: each k0's top-k
+    mass kept against the quality target."""
+    import re
+    import xml.dom.minidom
+
+    svg = tmp_path / "t.svg"
+    args = [*BASE, "--batch", "1,64,256", "--k0", "1,3", "--format", "json", "--plot", str(svg)]
+    assert main(args) == 0
+    text = svg.read_text()
+    n = int(re.search(r"N=(\d+)", text).group(1))  # type: ignore[union-attr]
+    ticks = [float(v) for v in re.findall(r'text-anchor="end">([\d.]+)</text>', text)]
+    t_ticks, q_ticks = ticks[:5], ticks[5:]  # the T panel is drawn first
+    assert max(t_ticks) == n and f"N = {n}: every expert" in text  # T saturates at batch 256
+    assert "top-k mass kept (%)" in text and "target 95%" in text
+    assert len(q_ticks) == 5 and q_ticks[-1] == 100 and q_ticks[0] >= 0
+    xml.dom.minidom.parseString(text)  # well-formed

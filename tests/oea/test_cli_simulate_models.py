@@ -72,7 +72,9 @@ def test_text_and_svg_from_config(
     assert f"N={n}, k={k}, {scoring}, groups {topk_group}/{n_group}" in out
     assert f"bf16: {expert_mib:.2f} MiB per expert, shared {shared_mib:.2f} MiB" in out
     text = svg.read_text()
-    assert text.startswith("<svg") and text.count("<polyline") == 3  # baseline + two k0
+    assert (
+        text.startswith("<svg") and text.count("<polyline") == 5
+    )  # T: baseline + two k0; quality: two k0
 
 
 def test_the_issue_command(capsys: pytest.CaptureFixture[str]) -> None:
