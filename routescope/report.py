@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from routescope.analysis.phases.dispatch import Dispatch
 
 # Bump the major part on any change that removes or renames a field.
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "2.0"  # 2.0: values the trace read are typed (value, kind, repr, origins)
 
 
 # the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
@@ -31,7 +31,7 @@ FUSED_MOE_KERNEL = "fused_moe_kernel"
 def sink_args_text(sink: dict[str, Any]) -> str:
     """A report sink's arguments as `name=value, ...` (how a fused MoE kernel is told to
     route); "" when the rule names none."""
-    return ", ".join(f"{a['name']}={a['value']}" for a in sink.get("args", []))
+    return ", ".join(f"{a['name']}={a['repr']}" for a in sink.get("args", []))
 
 
 def deciding_decision(path: dict[str, Any]) -> dict[str, Any] | None:
@@ -59,6 +59,24 @@ def sink_label(sink: dict[str, Any]) -> str:
     return f"{kind}, {provider}" if provider and provider != kind else str(kind)
 
 
+def valued(text: str, origins: tuple[str, ...], data: tuple[str, Any]) -> dict[str, Any]:
+    """A value the trace read, as JSON gives it: `value` as JSON holds it (9, true, "sigmoid",
+    "TopKOutputFormat.STANDARD"; null for a tensor, an object or an unknown: `kind` tells which
+    of those it is), `repr` as Python shows it (what the text and markdown print), `origins`."""
+    kind, value = data
+    return {"value": _listed(value), "kind": kind, "repr": text, "origins": list(origins)}
+
+
+def _listed(value: Any) -> Any:
+    """as_data keeps sequences as tuples (hashable); a report holds JSON lists."""
+    return [_listed(v) for v in value] if isinstance(value, tuple) else value
+
+
+def shown(entry: dict[str, Any] | None) -> str:
+    """What a person reads for a value entry of the report (its `repr`)."""
+    return str((entry or {}).get("repr", ""))
+
+
 def _sink(h: SinkHit | None) -> dict[str, Any] | None:
     if h is None:
         return None
@@ -68,7 +86,7 @@ def _sink(h: SinkHit | None) -> dict[str, Any] | None:
     if h.within:
         out["within"] = h.within
     if h.args:  # what the rule asks to show of the call (a fused MoE kernel's routing method)
-        out["args"] = [{"name": n, "value": v, "origins": list(o)} for n, v, o in h.args]
+        out["args"] = [{"name": n, **valued(v, o, data)} for n, v, o, data in h.args]
     return out
 
 
@@ -78,7 +96,7 @@ def _decision(d: Decision) -> dict[str, Any]:
     if d.parts:
         out["parts"] = [{"condition": p.text, "value": p.value} for p in d.parts]
     if d.inputs:
-        out["inputs"] = [{"expr": i.text, "value": i.value, "origins": list(i.origins)}
+        out["inputs"] = [{"expr": i.text, **valued(i.value, i.origins, i.data)}
                          for i in d.inputs]  # fmt: skip
     if d.reason:
         out["undecided_because"] = d.reason
@@ -171,7 +189,7 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
             })  # fmt: skip
     router = None
     if d.router is not None:
-        router = {k: {"value": v, "origins": list(o)} for k, (v, o) in d.router.settings.items()}
+        router = {k: valued(v, o, data) for k, (v, o, data) in d.router.settings.items()}
     return {
         "status": status,
         "model_class": d.site.model_class.qualname if d.site else None,
@@ -187,8 +205,7 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         ],
         "notes": list(d.notes),
         "server_args": {
-            name: {"value": value, "origins": list(origins)}
-            for name, value, origins in d.server_args
+            name: valued(value, origins, data) for name, value, origins, data in d.server_args
         },
     }
 

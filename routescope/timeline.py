@@ -91,7 +91,7 @@ def summarise(version: str, got: dict[str, Any]) -> Release:
     else:
         shown = (path or {}).get("stopped") or "no kernel named"
     router = disp.get("router") or {}
-    fields = {k: re.sub(r"^\w+\.", "", router[k]["value"]) for k in ROUTER_FIELDS if k in router}
+    fields = {k: re.sub(r"^\w+\.", "", router[k]["repr"]) for k in ROUTER_FIELDS if k in router}
     blockers = tuple(b["kernel"] for b in doc.get("blockers") or ())
     return Release(version, disp["status"], shown, fields, blockers)
 

@@ -148,7 +148,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
                 dispatch.choosing,
                 tuple(sa.get("chooses", ())),
                 sa.get("fields", {}).get("quant", ""),
-                {name: value for name, value, _ in dispatch.server_args},
+                {name: value for name, value, *_ in dispatch.server_args},
                 dep,
                 lambda d: report_of(d)[0],
             )

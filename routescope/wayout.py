@@ -121,7 +121,7 @@ def find_way_out(
             "sink": path["sink"],
             "experts": [h["name"] for h in path.get("experts", ()) if h.get("ways") == "every"],
             "router": {
-                k: router[k]["value"]
+                k: router[k]["repr"]
                 for k in ("top_k", "output_format", "runner_backend")
                 if k in router
             },

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from routescope import report
 from routescope.analysis.engine.state import Decision
 from routescope.analysis.phases.deployment import Deployment
 from routescope.blockers import (
@@ -109,7 +110,7 @@ def _doc(gpu: str = "sm120", ways: str = "every") -> dict[str, Any]:
             "paths": [path],
             "incomplete": [],
             "undecided": [],
-            "router": {"top_k": {"value": "9", "origins": []}},
+            "router": {"top_k": {"value": 9, "kind": "constant", "repr": "9", "origins": []}},
             "notes": [],
             "block_class": None,
             "server_args": {},
@@ -279,7 +280,7 @@ def test_report_schema_accepts_blockers() -> None:
     schema = json.loads((Path(__file__).parent.parent / "routescope" / "schema" /
                          "report.schema.json").read_text())  # fmt: skip
     doc = _blocked_doc()
-    doc["schema_version"], doc["tool"], doc["notes"] = "1.2", {"name": "routescope",
+    doc["schema_version"], doc["tool"], doc["notes"] = report.SCHEMA_VERSION, {"name": "routescope",
                                                               "version": "0"}, []  # fmt: skip
     validator = jsonschema.Draft202012Validator(schema)
     errors = [e.message for e in validator.iter_errors(doc) if "blocker" in str(e.path)]

@@ -92,11 +92,11 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
         assert given["routing_method_type"].rsplit(".", 1)[-1] == case["routing_method"]
         assert path["handoff"] is not None  # the router handed its logits on
     if "router_top_k" in case:
-        assert dispatch["router"]["top_k"]["value"] == str(case["router_top_k"])
+        assert dispatch["router"]["top_k"]["value"] == case["router_top_k"]
     for setting in ("output_format", "runner_backend"):  # enum members: compare by name
         if setting in case:
             assert setting in dispatch["router"], f"the router records no {setting}"
-            got = dispatch["router"][setting]["value"].rsplit(".", 1)[-1]
+            got = dispatch["router"][setting]["repr"].rsplit(".", 1)[-1]
             assert got == case[setting], (setting, got)
     for condition in case.get("decisive", []):
         assert condition in _failing_parts(path), f"{condition!r} is not a failing guard"

@@ -26,7 +26,9 @@ def _d(fn: str, cond: str, value: bool | None, line: int) -> dict[str, Any]:
 def _report(sink: str, kind: str, decisions: list[dict[str, Any]]) -> dict[str, Any]:
     path = {"selected": True, "sink": {"name": sink, "kind": kind}, "decisions": decisions,
             "setup_decisions": [], "stopped": None}  # fmt: skip
-    router = {"top_k": {"value": "9"}, "output_format": {"value": "TopKOutputFormat.STANDARD"}}
+    router = {"top_k": {"value": 9, "kind": "constant", "repr": "9"},
+              "output_format": {"value": "TopKOutputFormat.STANDARD", "kind": "enum",
+                                "repr": "TopKOutputFormat.STANDARD"}}  # fmt: skip
     return {"dispatch": {"status": "selected", "paths": [path], "router": router}}
 
 
@@ -85,9 +87,14 @@ def test_a_router_field_only_one_release_has_is_no_change(monkeypatch: pytest.Mo
     """0.5.23's router gained runner_backend; 0.5.22's has none: the same path, one group. A
     field both have and that differs is a change."""
     newer = json.loads(json.dumps(NEW))
-    newer["dispatch"]["router"]["runner_backend"] = {"value": "MoeRunnerBackend.TRITON"}
+    triton = "MoeRunnerBackend.TRITON"
+    newer["dispatch"]["router"]["runner_backend"] = {
+        "value": triton,
+        "kind": "enum",
+        "repr": triton,
+    }
     other = json.loads(json.dumps(NEW))
-    other["dispatch"]["router"]["top_k"] = {"value": "8"}
+    other["dispatch"]["router"]["top_k"] = {"value": 8, "kind": "constant", "repr": "8"}
     by_version = {"0.5.22": NEW, "0.5.23": newer, "0.5.24": other}
 
     def fake(req: api.InspectRequest) -> dict[str, Any]:

@@ -143,11 +143,11 @@ def entry_from_report(model: str, gpu: str, report: dict[str, Any]) -> LockEntry
     if sink and sink.get("args"):  # how a fused MoE kernel is told to route
         fields["sink_args"] = sink_args_text(sink)
     if "top_k" in router:
-        fields["top_k"] = str(router["top_k"]["value"])
-    fmt = router.get("output_format", {}).get("value")
+        fields["top_k"] = str(router["top_k"]["repr"])
+    fmt = router.get("output_format", {}).get("repr")
     if fmt not in (None, "None"):
         fields["output_format"] = str(fmt)
-    backend = router.get("runner_backend", {}).get("value")
+    backend = router.get("runner_backend", {}).get("repr")
     if backend not in (None, "None"):
         fields["runner_backend"] = str(backend)
     verdict = report.get("verdict") or {}

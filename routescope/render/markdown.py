@@ -43,7 +43,7 @@ def server_args_set(disp: dict[str, Any]) -> list[str]:
         if not origins and any(o.endswith(" default") for o in arg["origins"]):
             continue
         where = f" ({', '.join('/'.join(o.split('/')[-2:]) for o in origins)})" if origins else ""
-        out.append(f"{name}={arg['value']}{where}")
+        out.append(f"{name}={arg['repr']}{where}")
     return out
 
 

@@ -92,7 +92,7 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
         "output_format",
         "scoring_func",
     )
-    shown = [f"{k}={router[k]['value']}" for k in keys if k in router]
+    shown = [f"{k}={router[k]['repr']}" for k in keys if k in router]
     if shown:
         parts.append(Text("router: " + ", ".join(shown)))
     changed = server_args_set(disp)

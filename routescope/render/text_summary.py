@@ -81,7 +81,7 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
         why = path["stopped"] if path else "no path"
         out.append(Text(f"unknown: {why[:140]}", style="bold red"))
     router = disp.get("router") or {}
-    shown = [f"{k}={_cut(_enum_name(router[k]['value']), 24)}"
+    shown = [f"{k}={_cut(_enum_name(router[k]['repr']), 24)}"
              for k in ("top_k", "output_format", "runner_backend") if k in router]  # fmt: skip
     if shown:
         out.append(Text("router: " + ", ".join(shown)))

@@ -156,10 +156,10 @@ def cuda_graph(
     value: bool | None
     # what the server ends with (a --set value typed as the field declares it, then the server's
     # own post-processing) before the flag as given
-    if resolved is not None and resolved["value"] in ("True", "False"):
-        value = resolved["value"] == "True"
+    if resolved is not None and isinstance(resolved["value"], bool):
+        value = resolved["value"]
         said = "; ".join(resolved["origins"]) or "the server's resolved arguments"
-        ev = [f"server argument {arg} = {resolved['value']} as the server resolved it ({said})"]
+        ev = [f"server argument {arg} = {resolved['repr']} as the server resolved it ({said})"]
     elif isinstance(given, bool):
         value, ev = given, [f"server argument {arg} = {given} (--set)"]
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 
@@ -12,12 +11,8 @@ def setting(doc: dict[str, Any], name: str) -> tuple[Any, str, list[str]]:
     item = router.get(name)
     if item is None:
         return None, "absent", []
-    raw = str(item["value"])
-    try:
-        value: Any = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        value = None
-    return value, raw, list(item["origins"])
+    value = item["value"] if item.get("kind") == "constant" else None
+    return value, str(item["repr"]), list(item["origins"])
 
 
 def traced_value(doc: dict[str, Any], name: str) -> tuple[Any, str] | None:
@@ -27,19 +22,15 @@ def traced_value(doc: dict[str, Any], name: str) -> tuple[Any, str] | None:
     paths = (doc.get("dispatch") or {}).get("paths") or []
     if len(paths) != 1:
         return None
-    seen: list[tuple[str, str]] = []
+    seen: list[tuple[str, str, Any]] = []
     for d in paths[0]["decisions"]:
         for i in d.get("inputs", []):
             if i["expr"] == name:
-                seen.append((i["value"], f"{d['file']}:{d['line']}"))
-    if not seen or len({v for v, _ in seen}) != 1:
+                seen.append((i["repr"], f"{d['file']}:{d['line']}", i))
+    if not seen or len({r for r, _, _ in seen}) != 1 or seen[0][2].get("kind") != "constant":
         return None
-    try:
-        return ast.literal_eval(
-            seen[0][0]
-        ), f"{seen[0][1]}: {name} = {seen[0][0]} (as the trace read it)"
-    except (ValueError, SyntaxError):
-        return None
+    text, at, item = seen[0]
+    return item["value"], f"{at}: {name} = {text} (as the trace read it)"
 
 
 def known(raw: str) -> bool:
@@ -64,7 +55,7 @@ def input_value(path: dict[str, Any], expr: str) -> tuple[str, list[str]] | None
     for d in [*path["decisions"], *path["setup_decisions"]]:
         for i in d.get("inputs", []):
             if i["expr"] == expr:
-                return str(i["value"]), list(i["origins"])
+                return str(i["repr"]), list(i["origins"])
     return None
 
 

@@ -101,7 +101,7 @@ def switch_from_router(doc: dict[str, Any], path: dict[str, Any], index: Index,
     backend the router holds, the guard that turned it into a fused path, and the server
     argument whose resolved value is that backend."""
     held = ((doc.get("dispatch") or {}).get("router") or {}).get("runner_backend") or {}
-    cls_name, _, member = str(held.get("value", "")).rpartition(".")
+    cls_name, _, member = str(held.get("repr", "")).rpartition(".")
     if not cls_name or not member:
         return None
     decided = [*path["setup_decisions"], *path["decisions"]]
@@ -127,7 +127,7 @@ def switch_from_router(doc: dict[str, Any], path: dict[str, Any], index: Index,
     decode_files = {f["file"] for f in frames}
     chosen.sort(key=lambda d: d["file"] not in decode_files)
     args = (doc.get("dispatch") or {}).get("server_args") or {}
-    arg = next((n for n, v in args.items() if str(v["value"]).strip("'\"") == current), None)
+    arg = next((n for n, v in args.items() if str(v["repr"]).strip("'\"") == current), None)
     excluded = sorted(
         {x for m, v in checks.items() if f".{m}()" in chosen[0]["condition"] for x in v}
     )
@@ -143,10 +143,10 @@ def switch_from_router(doc: dict[str, Any], path: dict[str, Any], index: Index,
         "suggest": prefer[0] if prefer else None,
         "gives_up": gives.get(current, f"the fused {current} MoE kernel that routes internally"),
         "evidence": [f"{d['file']}:{d['line']}: {d['condition']} -> true",
-                     f"router runner_backend = {held.get('value')} (bound from its experts)"],
+                     f"router runner_backend = {held.get('repr')} (bound from its experts)"],
     }  # fmt: skip
     if arg:
-        out["evidence"].append(f"server argument {arg} resolves to {args[arg]['value']}")
+        out["evidence"].append(f"server argument {arg} resolves to {args[arg]['repr']}")
     return out
 
 
@@ -175,7 +175,7 @@ def find_switch(path: dict[str, Any], index: Index, fw: dict[str, Any]) -> dict[
     for d in [*path["decisions"], *path["setup_decisions"]]:
         for i in d.get("inputs", []):
             if i["expr"] == global_name:
-                current = str(i["value"]).split(".")[-1]
+                current = str(i["repr"]).split(".")[-1]
     values = enum[1] if enum else {}
     checks = enum[2] if enum else {}
     current_value = values.get(current or "", current)

@@ -55,13 +55,7 @@ def _applied(tmp: Path, made: OeaPatch, version: str) -> Path:
 
 
 def _router(doc: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key, field in doc["dispatch"]["router"].items():
-        try:
-            out[key] = ast.literal_eval(field["value"])
-        except (ValueError, SyntaxError):
-            out[key] = field["value"]
-    return out
+    return {key: field["value"] for key, field in doc["dispatch"]["router"].items()}
 
 
 def _inserted(topk_src: str) -> ast.Module:

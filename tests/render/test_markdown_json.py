@@ -48,6 +48,36 @@ def test_json_snapshot_and_schema() -> None:
 
 
 @pytest.mark.network
+def test_json_values_are_typed() -> None:
+    """A program reads 9, not "9": every value the trace read is {value, kind, repr, origins}
+    with value as JSON holds it; the text Python shows stays in repr."""
+    doc = report(*GLM5)
+    router = doc["dispatch"]["router"]
+    assert router["top_k"] == {"value": 9, "kind": "constant", "repr": "9",
+                               "origins": ["config.json: num_experts_per_tok",
+                                           "config.json: n_shared_experts"]}  # fmt: skip
+    assert router["renormalize"]["value"] is True
+    assert router["routed_scaling_factor"]["value"] == 2.5
+    assert router["scoring_func"]["value"] == "softmax"
+    assert router["scoring_func"]["repr"] == "'softmax'"
+    assert router["custom_routing_function"]["value"] is None
+    assert router["custom_routing_function"]["kind"] == "constant"
+    assert router["output_format"] == {**router["output_format"], "kind": "enum",
+                                       "value": "TopKOutputFormat.STANDARD"}  # fmt: skip
+    assert (router["correction_bias"]["kind"], router["correction_bias"]["value"]) == (
+        "tensor",
+        None,
+    )
+    args = doc["dispatch"]["server_args"]
+    assert (args["ep_size"]["value"], args["ep_size"]["kind"]) == (1, "constant")
+    assert args["disable_cuda_graph"]["value"] is False
+    assert (args["moe_runner_backend"]["value"], args["quantization"]["value"]) == ("auto", None)
+    inputs = [i for p in doc["dispatch"]["paths"] for d in p["decisions"] for i in d["inputs"]]
+    assert inputs and all({"expr", "value", "kind", "repr", "origins"} <= set(i) for i in inputs)
+    assert all(i["value"] is None for i in inputs if i["kind"] in ("tensor", "object", "unknown"))
+
+
+@pytest.mark.network
 def test_forked_and_fused_kernel_reports_match_the_schema() -> None:
     validate_report(report("examples/configs/openai--gpt-oss-120b.json", "0.5.23", "sm120", 8))
     fused = report("examples/configs/Qwen--Qwen3-30B-A3B.json", "0.5.23", "sm100", 8)

@@ -88,7 +88,7 @@ def test_fused_router_on_0_5_23_names_the_switch() -> None:
     assert v["insertable"] is False
     # the override that fired: the Qwen3 model override sets the backend on Blackwell
     backend = doc["dispatch"]["server_args"]["moe_runner_backend"]
-    assert backend["value"] == "'flashinfer_trtllm'"
+    assert (backend["value"], backend["repr"]) == ("flashinfer_trtllm", "'flashinfer_trtllm'")
     assert backend["origins"] == ["sglang/srt/arg_groups/model_overrides/qwen3_moe.py:86"]
     sw = v["switch"]
     assert (sw["flag"], sw["current"], sw["suggest"]) == (
@@ -116,7 +116,7 @@ def test_fused_router_names_the_switch() -> None:
     )
     given = {a["name"]: a["value"] for a in sink["args"]}
     assert given["routing_method_type"] == "RoutingMethodType.Renormalize"
-    assert given["top_k"] == "8"
+    assert given["top_k"] == 8
     assert path["handoff"]["to"].endswith("FusedMoE.forward")
     v = doc["verdict"]
     assert v["insertable"] is False

@@ -19,6 +19,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    as_data,
     describe,
 )
 
@@ -144,7 +145,7 @@ class ConditionsMixin(EngineBase):
                     continue
                 if isinstance(v, External) and not v.origins:
                     continue
-                out.append(Input(text, describe(v), v.origins))
+                out.append(Input(text, describe(v), v.origins, as_data(v)))
         return out
 
 

@@ -12,6 +12,7 @@ from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Value,
+    as_data,
     describe,
 )
 
@@ -96,7 +97,7 @@ class SinksMixin(EngineBase):
 
     def _hit(self, name: str, rule: SinkRule, node: ast.AST | None,
              kwargs: dict[str, Value], routes: bool = True) -> SinkHit:  # fmt: skip
-        shown = tuple((k, describe(v := self.resolved(kwargs[k])), v.origins)
+        shown = tuple((k, describe(v := self.resolved(kwargs[k])), v.origins, as_data(v))
                       for k in rule.args if k in kwargs)  # fmt: skip
         return SinkHit(name, rule.kind, self.current_file(), getattr(node, "lineno", 0),
                        self.current_function(), rule.id, shown, rule.provider or _provider(name),

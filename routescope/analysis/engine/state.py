@@ -22,6 +22,7 @@ class Input:
     text: str
     value: str
     origins: tuple[str, ...]
+    data: tuple[str, Any] = ("unknown", None)  # values.as_data: (kind, JSON value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ class SinkHit:
     function: str  # the framework function making the call
     rule: str  # the rule id that classified it
     # the call's arguments the rule names, described, with where each value came from
-    args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    args: tuple[tuple[str, str, tuple[str, ...], tuple[str, Any]], ...] = ()  # (+ as_data)
     provider: str = ""  # the library it comes from (sgl_kernel, flashinfer, jit, triton, torch)
     within: str = ""  # the torch.compile'd function it runs inside, if any
     # False for a kernel launched on the path that computes no top-k from the router's scores

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Any
 
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
@@ -16,6 +17,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    as_data,
     describe,
 )
 from routescope.analysis.phases.model import ModelSite
@@ -27,7 +29,8 @@ from routescope.analysis.phases.trace import resolve_entry
 class RouterState:
     """The router op as the block built it: its scalar settings, each with where it came from."""
 
-    settings: dict[str, tuple[str, tuple[str, ...]]]  # name -> (value described, origins)
+    # name -> (value described, origins, values.as_data: (kind, JSON value))
+    settings: dict[str, tuple[str, tuple[str, ...], tuple[str, Any]]]
 
 
 def init_kwargs(block: ClassVal, values: dict[str, Value]) -> dict[str, Value]:
@@ -42,17 +45,14 @@ def init_kwargs(block: ClassVal, values: dict[str, Value]) -> dict[str, Value]:
 def read_router_state(st: PathState, router: Value) -> RouterState | None:
     if not isinstance(router, Instance):
         return None
-    settings: dict[str, tuple[str, tuple[str, ...]]] = {}
+    settings: dict[str, tuple[str, tuple[str, ...], tuple[str, Any]]] = {}
     for name, v in st.fields(router).items():
         inner = (
             st.fields(v).items() if isinstance(v, Instance) and v.cls is not None else [(name, v)]
         )
         for key, val in inner:
             if isinstance(val, (Const, EnumMember, Unknown, Tensor)):
-                settings[key] = (
-                    describe(val) if not isinstance(val, Tensor) else "tensor",
-                    val.origins,
-                )
+                settings[key] = (describe(val), val.origins, as_data(val))
     return RouterState(settings)
 
 
@@ -62,19 +62,23 @@ def merge_router_states(states: list[RouterState]) -> RouterState | None:
     if not states:
         return None
     seen: dict[str, dict[str, tuple[str, ...]]] = {}  # name -> value -> origins
+    data: dict[tuple[str, str], tuple[str, Any]] = {}
     for state in states:
-        for key, (value, origins) in state.settings.items():
+        for key, (value, origins, datum) in state.settings.items():
             values = seen.setdefault(key, {})
             values[value] = tuple(dict.fromkeys((*values.get(value, ()), *origins)))
-    merged: dict[str, tuple[str, tuple[str, ...]]] = {}
+            data[key, value] = datum
+    merged: dict[str, tuple[str, tuple[str, ...], tuple[str, Any]]] = {}
     for key, values in seen.items():
         if len(values) == 1:
-            merged[key] = next(iter(values.items()))
+            value, origins = next(iter(values.items()))
+            merged[key] = (value, origins, data[key, value])
             continue
         origins = tuple(dict.fromkeys(o for os_ in values.values() for o in os_))
         merged[key] = (
             f"unknown (differs between the ways the block was built: {' or '.join(values)})",
             origins,
+            ("unknown", None),
         )
     return RouterState(merged)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 from routescope.analysis.engine.budget import Budget
 from routescope.analysis.engine.core import Engine
@@ -59,8 +60,9 @@ class Dispatch:
     notes: tuple[str, ...]
     seconds: float
     incomplete: tuple[str, ...] = ()  # set-up phases that did not finish: no path can be selected
-    # server arguments the rules ask to report, as the server resolved them: (value, origins)
-    server_args: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # server arguments the rules ask to report, as the server resolved them:
+    # (name, value described, origins, values.as_data)
+    server_args: tuple[tuple[str, str, tuple[str, ...], tuple[str, Any]], ...] = ()
     # conditions the server-argument phase could not decide (its paths were joined): upstream
     # of every traced path, so they are among the unknowns that would decide a fork
     setup_undecided: tuple[Decision, ...] = ()

@@ -17,6 +17,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    as_data,
     describe,
 )
 from routescope.analysis.phases.block import init_kwargs
@@ -177,7 +178,7 @@ def build_quant_config(
 
 def reported_args(
     engine: Engine, rules: FrameworkRules, server_args: Value
-) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+) -> tuple[tuple[str, str, tuple[str, ...], tuple[str, Any]], ...]:
     """The server arguments the rules name under `report`, each as the server resolved it: read
     through the release's own reader where it has one (0.5.20+: the last declaration, else the
     input, else the declared fallback), else the field after post-processing."""
@@ -186,7 +187,7 @@ def reported_args(
     out = []
     for name in rules.data.get("server_args", {}).get("report", []):
         value = _resolved_arg(engine, rules, server_args, name)
-        out.append((name, describe(value), value.origins))
+        out.append((name, describe(value), value.origins, as_data(value)))
     return tuple(out)
 
 

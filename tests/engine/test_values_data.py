@@ -1,0 +1,35 @@
+"""values.as_data: the (kind, JSON value) a report gives a program for each value the trace read."""
+
+from __future__ import annotations
+
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    EnumMember,
+    External,
+    Tensor,
+    Unknown,
+    as_data,
+)
+
+
+def test_constants_are_themselves_lists_as_tuples() -> None:
+    assert as_data(Const(9)) == ("constant", 9)
+    assert as_data(Const(2.5)) == ("constant", 2.5)
+    assert as_data(Const(None)) == ("constant", None)
+    assert as_data(Const("sigmoid")) == ("constant", "sigmoid")
+    assert as_data(Const((1, "a", [True]))) == ("constant", (1, "a", (True,)))
+
+
+def test_what_json_cannot_hold_has_no_value_and_says_what_it_is() -> None:
+    assert as_data(Const(float("nan"))) == ("object", None)  # repr still shows it
+    assert as_data(Const({"a": 1})) == ("object", None)
+    assert as_data(Tensor()) == ("tensor", None)
+    assert as_data(Unknown("not given")) == ("unknown", None)
+
+
+def test_named_values_are_their_names() -> None:
+    cls = ClassVal("m:Fmt", None, None)
+    assert as_data(EnumMember(cls, "STANDARD", Const(1))) == ("enum", "Fmt.STANDARD")
+    assert as_data(cls) == ("class", "m:Fmt")
+    assert as_data(External("torch.float32")) == ("external", "torch.float32")
