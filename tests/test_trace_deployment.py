@@ -265,6 +265,46 @@ def test_a_model_the_release_does_not_serve_is_a_clear_error(
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip().count("\n") == 0 and "GlmMoeDsaForCausalLM" in err
+    # nor can its Transformers fallback load it: resolve_transformers_arch (model_loader/
+    # utils.py:27) takes the class from the transformers 0.5.4 pins, which has no glm_moe_dsa
+    assert "utils.py:27" in err and "transformers==4.57.1" in err
+    assert "the release cannot load this model" in err
+
+
+@pytest.mark.network
+def test_a_checkpoint_with_remote_code_is_served_from_it_and_never_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    """The same GLM-5 on 0.5.4 with an auto_map (a variation of the real config, written here):
+    resolve_transformers_arch then takes the checkpoint's own AutoModel class (utils.py:48-58),
+    code routescope never runs: said in one line, exit 2."""
+    from pathlib import Path
+
+    config = json.loads((CONFIGS / "zai-org--GLM-5.json").read_text())
+    config["auto_map"] = {"AutoModel": "modeling_glm.GlmModel"}
+    path = Path(str(tmp_path)) / "config.json"
+    path.write_text(json.dumps(config))
+    code = main(["inspect", str(path), "--framework", "sglang==0.5.4", "--gpu", "sm120"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().count("\n") == 0
+    assert "auto_map AutoModel = modeling_glm.GlmModel" in err and "never runs" in err
+
+
+@pytest.mark.network
+def test_a_model_served_through_the_transformers_backend_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """dots.llm1 (Dots1ForCausalLM) has no SGLang class in 0.5.23: get_model_architecture sends
+    it to resolve_transformers_arch (model_loader/utils.py:111), which serves it through the
+    Transformers backend with transformers' own Dots1 modeling code (transformers 5.19.0, which
+    0.5.23 pins, defines the class at models/dots1/modeling_dots1.py:539). That router is not
+    traced: one line that says so and where, not "no model class", exit 2."""
+    dots = str(CONFIGS / "rednote-hilab--dots.llm1.base.json")
+    code = main(["inspect", dots, "--framework", "sglang==0.5.23", "--gpu", "sm120"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().count("\n") == 0
+    assert "Transformers backend" in err and "sglang/srt/model_loader/utils.py:111" in err
+    assert "transformers==5.19.0 transformers/models/dots1/modeling_dots1.py:539" in err
 
 
 @pytest.mark.network

@@ -136,7 +136,15 @@ def trace_dispatch(
             "picks the model class by architectures[0]",
         )
     models = rules.data["models"]
-    model_cls = find_model_class(engine, models["package"], models["registry_name"], arch)
+    model_cls = find_model_class(
+        engine,
+        models["package"],
+        models["registry_name"],
+        arch,
+        models.get("generic_backend"),
+        spec.model_type.value if isinstance(spec.model_type.value, str) else None,
+        _auto_model(spec.config_view.get("auto_map")),
+    )
     site = find_block(engine, model_cls, router_cls)
     facts.bindings["server_model_config"] = server_model_config(engine, rules, server_args, notes)
     quant = served_quantization(
@@ -230,3 +238,9 @@ def trace_dispatch(
         tuple(sorted(facts.used.values(), key=lambda a: (a.kind, a.name))),
         tuple({(d.file, d.line, d.text): d for d in choosing}.values()),
     )
+
+
+def _auto_model(auto_map: object) -> str | None:
+    """The checkpoint's remote-code model class (config.json `auto_map.AutoModel`), if any."""
+    entry = auto_map.get("AutoModel") if isinstance(auto_map, dict) else None
+    return entry if isinstance(entry, str) else None

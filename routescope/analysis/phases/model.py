@@ -4,7 +4,9 @@ own registry and constructors: no per-model tables."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from routescope.analysis.engine.base import Ctx
 from routescope.analysis.engine.containers import ListVal, TupleVal
@@ -30,9 +32,19 @@ class ModelSite:
     chain: tuple[str, ...]  # the constructor chain from the model class to the block
 
 
-def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> ClassVal:
+def find_model_class(
+    engine: Engine,
+    package: str,
+    registry: str,
+    arch: str,
+    generic: dict[str, str] | None = None,
+    model_type: str | None = None,
+    remote: str | None = None,
+) -> ClassVal:
     """The class named `arch` in some `<package>.*` module's registry list (the rules name the
-    list, e.g. a module-level `EntryClass`)."""
+    list, e.g. a module-level `EntryClass`). None names it: the error says what the release does
+    instead, from `generic` (the rules' generic backend: its resolver, where the release has it,
+    and the library it takes the class from; `remote`: the checkpoint's auto_map AutoModel)."""
     tree = engine.index.tree  # type: ignore[attr-defined]
     prefix = package.replace(".", "/") + "/"
     files = [f for f in tree.files() if f.startswith(prefix) and f.endswith(".py")]
@@ -51,7 +63,58 @@ def find_model_class(engine: Engine, package: str, registry: str, arch: str) -> 
         for cls in _classes_in(entry):
             if cls.qualname.split(":")[-1] == arch:
                 return cls
-    raise RoutescopeError(arch, f"no model class of this name in {package} ({registry} lists)")
+    native = f"no model class of this name in {package} ({registry} lists)"
+    if generic is None:
+        raise RoutescopeError(arch, native)
+    resolver = engine.index.find_function(generic["function"])  # type: ignore[attr-defined]
+    if resolver is None:
+        why = f"{native}, and {tree.origin} has no {generic['function']}: it cannot serve the model"
+        raise RoutescopeError(arch, why)
+    at = f"{generic['function']}, {resolver.relpath}:{resolver.line}"
+    found = _library_class(tree, generic, arch, model_type)
+    if found is not None and found.startswith("no ") and remote:
+        raise RoutescopeError(arch, f"{native}; {found}, so its generic backend ({at}) takes the "
+                                    f"checkpoint's own code (auto_map AutoModel = {remote}), "
+                                    "which routescope never runs or traces")  # fmt: skip
+    if found is not None and found.startswith("no "):
+        raise RoutescopeError(arch, f"{native}; its generic backend ({at}) takes the class from "
+                                    f"{found}: the release cannot load this model")  # fmt: skip
+    where = f"; the class: {found}" if found else ""
+    raise RoutescopeError(arch, f"{native}; the release serves it through {generic['serves']} "
+                                f"({at}{where})")  # fmt: skip
+
+
+def _library_class(
+    tree: Any, generic: dict[str, str], arch: str, model_type: str | None
+) -> str | None:
+    """Where the library the generic backend reads (at the framework's pin) defines `arch`
+    ("transformers==5.19.0 transformers/models/dots1/modeling_dots1.py:520"), "no ..." when it
+    does not, None when that cannot be read (no exact pin, no model_type, no network)."""
+    from routescope.blockers import pinned_version
+    from routescope.source.open import open_published
+
+    library, module = generic.get("library"), generic.get("library_module")
+    if not library or not module or not model_type:
+        return None
+    try:
+        version = pinned_version(tree.metadata(), library)
+    except (RoutescopeError, OSError, AttributeError):
+        return None
+    if version is None:
+        return None
+    rel = module.format(model_type=model_type)
+    try:
+        lib = open_published(library, version, progress=False)
+        if rel not in lib.files():
+            return f"no {rel} in {library}=={version}, which {tree.origin} pins"
+        text = lib.read_bytes(rel).decode("utf-8", "replace")
+    except RoutescopeError:
+        return None
+    m = re.search(rf"^class {re.escape(arch)}\b", text, re.MULTILINE)
+    if m is None:
+        return f"no class {arch} in {library}=={version} {rel}"
+    line = text.count("\n", 0, m.start()) + 1
+    return f"{library}=={version} {rel}:{line}"
 
 
 def _classes_in(v: Value) -> list[ClassVal]:
