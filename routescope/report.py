@@ -72,11 +72,6 @@ def _listed(value: Any) -> Any:
     return [_listed(v) for v in value] if isinstance(value, tuple) else value
 
 
-def shown(entry: dict[str, Any] | None) -> str:
-    """What a person reads for a value entry of the report (its `repr`)."""
-    return str((entry or {}).get("repr", ""))
-
-
 def _sink(h: SinkHit | None) -> dict[str, Any] | None:
     if h is None:
         return None
