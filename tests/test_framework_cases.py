@@ -88,7 +88,7 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
         if "provider" in case:
             assert sink["provider"] == case["provider"], (sink["provider"], case["provider"])
     if "routing_method" in case:  # what a fused MoE kernel is told to do
-        given = {a["name"]: a["value"] for a in sink.get("args", [])}
+        given = {a["name"]: a["repr"] for a in sink.get("args", [])}
         assert given["routing_method_type"].rsplit(".", 1)[-1] == case["routing_method"]
         assert path["handoff"] is not None  # the router handed its logits on
     if "router_top_k" in case:

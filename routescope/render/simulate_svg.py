@@ -70,7 +70,7 @@ def render(report: SimReport) -> str:
     target = 100 * report.quality_target
     if q_series:
         q_min = min([v for _, _, pts in q_series for _, v in pts] + [target])
-        q_lo = max(0.0, 10 * math.floor((q_min - 1) / 10))
+        q_lo = max(0.0, 100 - 20 * math.ceil((101 - q_min) / 20))  # even ticks: 60, 70, ...
         out += _panel(PANEL_Q, (q_lo, 100.0), q_series, fx, "top-k mass kept (%)")
         y = _fy(PANEL_Q, (q_lo, 100.0), target)
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" '

@@ -74,8 +74,9 @@ def open_published(
         return http[0]
 
     release = cache.read_json(cache.release_path(name, version))
-    if release is not None and release.get("choice") != registry.CHOICE_RULE and not offline:
-        release = None  # chosen under another rule: choose again (offline, its sources serve)
+    stale = None  # a record chosen under another rule: chosen again, else it still serves
+    if release is not None and _chosen_under_another_rule(release) and not offline:
+        stale, release = release, None
     listing = (
         cache.read_json(cache.wheel_listing_path(str(release["wheel_sha256"]))) if release else None
     )
@@ -84,7 +85,26 @@ def open_published(
             have = cache.cached_versions(name)
             cached = ", ".join(have) if have else "none"
             raise RoutescopeError(subject, f"not cached, and --offline; cached versions: {cached}")
-        files = registry.project_files(get_client(), name)
+        try:
+            files = registry.project_files(get_client(), name)
+        except RoutescopeError:
+            kept = stale
+            old = (
+                cache.read_json(cache.wheel_listing_path(str(kept["wheel_sha256"])))
+                if kept
+                else None
+            )
+            if kept is None or old is None:
+                raise
+            # the index is out of reach: the wheel read before serves (its Python is the same)
+            return WheelTree(
+                old,
+                lambda: _reader(get_client(), kept, subject),
+                name=name,
+                version=version,
+                filename=str(kept["filename"]),
+                progress=show,
+            )
         data = cache.read_json(cache.project_path(name)) or {}
         wheel = registry.choose_wheel(files, name, version, registry.published_versions(data))
         if wheel.sha256 is None:
@@ -118,6 +138,13 @@ def open_published(
         filename=str(release["filename"]),
         progress=show,
     )
+
+
+def _chosen_under_another_rule(release: dict[str, object]) -> bool:
+    """A cached record whose wheel another choice rule picked (a universal wheel is the
+    choice under every rule so far)."""
+    universal = str(release.get("filename", "")).endswith("-none-any.whl")
+    return release.get("choice") != registry.CHOICE_RULE and not universal
 
 
 def _reader(client: httpx.Client, release: dict[str, object], subject: str) -> RangeReader:

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from routescope.analysis.engine.values import (
-    ClassVal,
-    Const,
-    EnumMember,
-    External,
-    Tensor,
-    Unknown,
-    as_data,
-)
+from routescope.analysis.engine.data import as_data
+from routescope.analysis.engine.values import ClassVal, Const, EnumMember, External, Tensor, Unknown
 
 
 def test_constants_are_themselves_lists_as_tuples() -> None:

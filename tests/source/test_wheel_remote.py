@@ -191,6 +191,9 @@ def test_a_release_record_chosen_under_another_rule_is_chosen_again(index: FakeI
 
     stale = open_source("fw==5.2", offline=True, progress=False)
     assert "aarch64" in stale.origin
+    index.down = httpx.ConnectError  # the index out of reach: the wheel read before still serves
+    assert "aarch64" in open_source("fw==5.2", client=index.client(), progress=False).origin
+    index.down = None
     again = open_source("fw==5.2", client=index.client(), progress=False)
     assert "x86_64" in again.origin
     assert again.read_bytes("fw/layers/topk.py") == TOPK

@@ -8,6 +8,7 @@ from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, SetVal
 from routescope.analysis.engine.contents import entries, truth_in
+from routescope.analysis.engine.data import as_data
 from routescope.analysis.engine.join import join_states
 from routescope.analysis.engine.state import Decision, Input, Part, PathState
 from routescope.analysis.engine.values import (
@@ -19,7 +20,6 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
-    as_data,
     describe,
 )
 

@@ -6,13 +6,13 @@ import ast
 
 from routescope.analysis.engine.base import EngineBase
 from routescope.analysis.engine.containers import DictVal, ListVal, TupleVal
+from routescope.analysis.engine.data import as_data
 from routescope.analysis.engine.facts import SinkRule
 from routescope.analysis.engine.state import PathState, SinkHit
 from routescope.analysis.engine.values import (
     Instance,
     Tensor,
     Value,
-    as_data,
     describe,
 )
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.data import as_data
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -17,7 +18,6 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
-    as_data,
     describe,
 )
 from routescope.analysis.phases.model import ModelSite

@@ -143,7 +143,7 @@ def trace_dispatch(
         arch,
         models.get("generic_backend"),
         spec.model_type.value if isinstance(spec.model_type.value, str) else None,
-        _auto_model(spec.config_view.get("auto_map")),
+        _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map")),
     )
     site = find_block(engine, model_cls, router_cls)
     facts.bindings["server_model_config"] = server_model_config(engine, rules, server_args, notes)
