@@ -16,6 +16,7 @@ GENERIC = {
     "serves": "its generic backend",
     "library": "lib",
     "library_module": "lib/models/{model_type}/modeling_{model_type}.py",
+    "library_registry": "lib/models/auto/modeling_auto.py",
 }
 MODELING = "import torch\n\n\nclass Other:\n    pass\n\n\nclass ToyForCausalLM(Other):\n    pass\n"
 
@@ -76,10 +77,17 @@ def test_the_class_is_found_where_the_library_defines_it(library: dict[str, str]
 
 def test_a_library_without_the_class_cannot_load_it(library: dict[str, str]) -> None:
     library["lib/models/other/modeling_other.py"] = MODELING
+    library["lib/models/auto/modeling_auto.py"] = 'NAMES = [("other", "OtherForCausalLM")]\n'
     said = _said(RESOLVER, {"lib": "lib==2.0"})
     assert said.endswith(
-        "has no lib/models/toy_moe/modeling_toy_moe.py: the release cannot load this model"
+        "has no lib/models/toy_moe/modeling_toy_moe.py and names no ToyForCausalLM in "
+        "lib/models/auto/modeling_auto.py: the release cannot load this model"
     )
+    # named by the auto mappings but kept elsewhere: not located, so nothing is claimed
+    library["lib/models/auto/modeling_auto.py"] = 'NAMES = [("toy", "ToyForCausalLM")]\n'
+    assert "not checked: lib==2.0 has no lib/models/toy_moe" in _said(RESOLVER, {"lib": "lib==2.0"})
+    library["lib/models/auto/modeling_auto.py"] = "NAMES = []\n"
+
     remote = _said(RESOLVER, {"lib": "lib==2.0"}, remote="modeling_toy.ToyModel")
     assert "auto_map AutoModel = modeling_toy.ToyModel" in remote and "never runs" in remote
 

@@ -131,7 +131,14 @@ def _library_class(
     try:
         lib = open_published(library, version, offline=offline, progress=False)
         if rel not in lib.files():
-            return False, f"{library}=={version}, which it pins, has no {rel}"
+            # not where the library keeps this model_type's classes: registered anywhere?
+            registry = generic.get("library_registry")
+            if registry and registry in lib.files():
+                named = f'"{arch}"' in lib.read_bytes(registry).decode("utf-8", "replace")
+                if not named:
+                    return False, (f"{library}=={version}, which it pins, has no {rel} and "
+                                   f"names no {arch} in {registry}")  # fmt: skip
+            return None, f"{library}=={version} has no {rel}; where it defines {arch} not found"
         text = lib.read_bytes(rel).decode("utf-8", "replace")
     except RoutescopeError as exc:
         return None, f"{library}=={version} not read: {exc.message}"
