@@ -71,6 +71,42 @@ def route(x):
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
 
 
+def test_an_object_an_annotation_builds_keeps_its_fields(tmp_path: Path) -> None:
+    """SGLang 0.5.19 marks ServerArgs fields `A[str, Arg(...), NS("exec.moe")]` and reads the
+    marker's fields back through get_type_hints(include_extras=True). The annotation is
+    evaluated on a path of its own: what its constructors set must outlive that path (it was
+    lost, so `a.path` read as absent: an AttributeError where Python returns the path)."""
+    body = """
+from typing import Annotated, get_args, get_origin
+
+class NS:
+    def __init__(self, path):
+        self.path = path
+
+@dataclasses.dataclass
+class Args:
+    backend: Annotated[str, "help", NS("exec.moe")] = "auto"
+    plain: int = 3
+
+def namespace_of(cls):
+    hints = get_type_hints(cls, include_extras=True)
+    out = {}
+    for field in dataclasses.fields(cls):
+        tp = hints.get(field.name, field.type)
+        if get_origin(tp) is Annotated:
+            for a in get_args(tp)[1:]:
+                if isinstance(a, NS):
+                    out[field.name] = a.path
+    return out
+
+def route(x):
+    if namespace_of(Args) == {"backend": "exec.moe"}:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
 def test_dataclass_reflection(tmp_path: Path) -> None:
     body = """
 @dataclasses.dataclass

@@ -146,6 +146,9 @@ class ConstructMixin(EngineBase):
             try:
                 paths = self.ev(PathState(envs=[mod.globals]), ann)
                 if len(paths) == 1:
+                    # what it built (`NS("exec.moe")` sets its fields in __init__) is kept,
+                    # as a class body's evaluation is: it is read on other paths later
+                    self.commit(paths[0][0])
                     value = paths[0][1]
             except BudgetExceeded:
                 pass
