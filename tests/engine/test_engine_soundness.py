@@ -620,3 +620,36 @@ def test_get_of_a_key_perhaps_there_may_give_its_default(tmp_path: Path) -> None
     )
     assert sorted(p.outcome for p in raised) == ["raise", "return"]
     assert [p.value.value for p in raised if p.outcome == "return"] == [1]  # type: ignore[union-attr]
+
+
+def test_an_object_made_on_each_path_is_one_object_after_a_join(tmp_path: Path) -> None:
+    """SGLang 0.5.19's config bags: a child bag made on each path is put in its parent's
+    registry and written through a variable. Joining the paths made one copy per reference, so
+    writes through the variable never reached the registry's copy (the `exec.moe` bag kept one
+    leaf of 115, and every read of `moe_runner_backend` raised AttributeError)."""
+    from routescope.analysis.engine.budget import Budget
+
+    src = """
+    import os
+
+    class Bag:
+        def __init__(self):
+            self.fields = {}
+
+    def main():
+        tops = {}
+        for name in ["a", "b", "c", "d", "e", "f"]:
+            x = 1 if os.environ.get("FW_" + name) else 2
+            bag = tops.get("moe")
+            if bag is None:
+                bag = Bag()
+                tops["moe"] = bag
+            y = 1 if os.environ.get("FW_AGAIN_" + name) else 2
+            bag.fields[name] = x + y
+        return ("a" in tops["moe"].fields, len(tops["moe"].fields), tops["moe"] is bag)
+    """
+    budget = Budget(10**6)
+    budget.merge_at = 2  # join as set-up phases do
+    engine = Engine(make_tree(tmp_path, {"main.py": src}), Facts(), budget)
+    paths = trace_call(engine, resolve_entry(engine, "fw.main:main"), [], {})
+    assert set(returned(paths)) == {(True, 6, True)}

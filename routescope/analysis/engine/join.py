@@ -21,6 +21,7 @@ from routescope.analysis.engine.containers import (
     TupleVal,
     same_const,
 )
+from routescope.analysis.engine.joinscope import joined_memo, joining
 from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.shapes import (
     ALIGN_LIMIT,
@@ -82,6 +83,11 @@ def _unknown(why: str) -> Unknown:
 def join_values(
     vals: list[Value | None], states: list[PathState], why: str, depth: int = JOIN_DEPTH
 ) -> Value:
+    with joining():
+        return _join_values(vals, states, why, depth)
+
+
+def _join_values(vals: list[Value | None], states: list[PathState], why: str, depth: int) -> Value:
     """One value for `vals` as seen on paths `states` (one value each): equal -> kept;
     containers and objects of one kind made on each path -> a new one with its items joined;
     anything else -> Unknown."""
@@ -101,17 +107,22 @@ def join_values(
             join_values([t.items[i] for t in tuples], states, why, depth - 1)
             for i in range(len(first.items))
         )
+    memo, key = joined_memo(), tuple(id(v) for v in vals)
+    if key in memo:  # these objects were joined already in this join: the same joined object
+        return cast(Value, memo[key])
     if isinstance(first, (ListVal, DictVal, SetVal)):  # made on each path: joined item by item
-        views = [s.contents(v) for s, v in zip(states, vals, strict=False) if v is not None]
-        joined = join_contents(views, states, why, depth - 1)
         made: Value = ListVal(None) if isinstance(first, ListVal) else type(first)()
-        made.base = joined  # type: ignore[attr-defined]
+        memo[key] = made  # (before its items: an object that holds itself)
+        views = [s.contents(v) for s, v in zip(states, vals, strict=False) if v is not None]
+        made.base = join_contents(views, states, why, depth - 1)  # type: ignore[attr-defined]
         return made
     if isinstance(first, Instance):  # objects of one class (or one kind: a config on each path)
         insts = [v for v in vals if isinstance(v, Instance)]
         if len({(id(i.cls), i.label if i.cls is None else "") for i in insts}) == 1:
+            inst = memo[key] = Instance(first.cls, {}, first.label)
             views = [s.fields(i) for s, i in zip(states, insts, strict=False)]
-            return Instance(first.cls, join_fields(views, states, why, depth - 1), first.label)
+            inst.fields.update(join_fields(views, states, why, depth - 1))
+            return inst
     if isinstance(first, Tensor):
         tensors = [v for v in vals if isinstance(v, Tensor)]
         if all(t.producer is first.producer for t in tensors):
@@ -199,6 +210,11 @@ def join_states(states: list[PathState], why: str) -> PathState:
     first = states[0]
     if len(states) == 1:
         return first
+    with joining():
+        return _join_states(first, states, why)
+
+
+def _join_states(first: PathState, states: list[PathState], why: str) -> PathState:
     objs = {k: o for s in states for k, o in s.heap_objs.items()}
     # every join reads the paths as they were: the first path is written only after
     updates: list[tuple[Value, Any]] = []
@@ -331,8 +347,9 @@ class JoinMixin(EngineBase):
         merged: list[Outcome] = []
         for members in groups.values():
             states = [m[0] for m in members]
-            value = join_returns([m[2] for m in members], states, len(members), where)
-            state = join_states(states, f"differs between paths joined at {where}")
+            with joining():  # the value returned and the state's names share what they hold
+                value = join_returns([m[2] for m in members], states, len(members), where)
+                state = join_states(states, f"differs between paths joined at {where}")
             if len(members) > 1:
                 state.assumptions.append(f"{len(members)} paths through {where} joined")
             merged.append((state, "return", value))
@@ -345,8 +362,10 @@ def commit_agreed(states: list[PathState], skip: Value | None) -> None:
     own notes)."""
     objs = {k: o for s in states for k, o in s.heap_objs.items() if o is not skip}
     why = "differs between the paths that built the model"
-    for obj in objs.values():
-        set_base(obj, join_contents([s.contents(obj) for s in states], states, why, JOIN_DEPTH))
+    with joining():
+        for obj in objs.values():
+            views = [s.contents(obj) for s in states]
+            set_base(obj, join_contents(views, states, why, JOIN_DEPTH))
 
 
 def record_key(st: PathState) -> tuple[object, ...]:

@@ -10,6 +10,7 @@ from routescope.analysis.engine.join import (
     join_values,
     record_key,
 )
+from routescope.analysis.engine.joinscope import joining
 from routescope.analysis.engine.shapes import (
     list_shape,
 )
@@ -61,8 +62,9 @@ def merge_raised(
             rest.append((members[0][0], "raise", members[0][1]))
             continue
         states = [s for s, _ in members]
-        exc = join_values([v for _, v in members if v is not None], states, why)
-        first = join_states(states, why)
+        with joining():
+            exc = join_values([v for _, v in members if v is not None], states, why)
+            first = join_states(states, why)
         first.assumptions.append(f"{len(members)} raising ways joined at {where}")
         rest.append((first, "raise", exc))
     return rest
@@ -87,10 +89,12 @@ def merge_partials(
             out.append(members[0])
             continue
         states = [s for s, _ in members]
-        vals = [  # read off the paths as they were, before their states are joined
-            join_values([m[1][i] for m in members], states, why) for i in range(len(members[0][1]))
-        ]
-        first = join_states(states, why)
+        with joining():  # the values and the state share what they hold
+            vals = [  # read off the paths as they were, before their states are joined
+                join_values([m[1][i] for m in members], states, why)
+                for i in range(len(members[0][1]))
+            ]
+            first = join_states(states, why)
         first.assumptions.append(f"{len(members)} paths joined at {where}")
         out.append((first, vals))
     return out
