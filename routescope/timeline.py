@@ -33,14 +33,22 @@ class Release:
 
     @property
     def path(self) -> tuple[Any, ...]:
-        """What tells two releases' answers apart (the router's fields: see same_path)."""
-        return (self.status, self.sink, self.blockers, self.error)
+        """What tells two releases' answers apart (the router's fields: see same_path). An
+        error is compared by what it says, not by the lines and pins it cites, which move
+        from release to release ("utils.py:27" and "utils.py:29" are one answer)."""
+        return (self.status, self.sink, self.blockers, _said(self.error))
 
     def same_path(self, other: Release) -> bool:
         """The same answer: a router field only one release has (runner_backend, new in
         0.5.23) is not recorded by the other, which is no change of path."""
         shared = self.router.keys() & other.router.keys()
         return self.path == other.path and all(self.router[k] == other.router[k] for k in shared)
+
+
+def _said(error: str) -> str:
+    error = re.sub(r"\((?:[\w.+-]+\.whl)\)", "", error)  # the wheel a source line names
+    error = re.sub(r"(\.py):\d+(?:-\d+)?", r"\1", error)
+    return re.sub(r"==[A-Za-z0-9_.+!-]+", "", error)
 
 
 def releases_between(

@@ -113,6 +113,19 @@ def test_a_release_that_cannot_be_traced_is_its_own_group() -> None:
     assert r.status == "error" and "GlmMoeDsaForCausalLM" in r.error
 
 
+def test_one_error_at_moved_lines_and_other_pins_is_one_group() -> None:
+    """GLM-5 on 0.5.4 .. 0.5.8: the same "cannot load" with the resolver at utils.py:27, 28 or
+    29 and transformers 4.57.1 or 5.0.0rc0: one answer, not a change per release."""
+    said = ("X: no model class; its generic backend (r, sglang/srt/model_loader/utils.py:{line}) "
+            "takes the class from transformers, and transformers=={pin}, which it pins, has no "
+            "m.py: the release cannot load this model")  # fmt: skip
+    a = summarise("0.5.5", {"error": said.format(line=27, pin="4.57.1")})
+    b = summarise("0.5.6.post1", {"error": said.format(line=29, pin="5.0.0rc0")})
+    assert a.same_path(b)
+    other = summarise("0.5.9", {"error": "X: sglang==0.5.9 not cached, and --offline"})
+    assert not a.same_path(other)
+
+
 def test_range_is_final_releases_and_an_unknown_bound_is_exit_2() -> None:
     versions = ["0.5.8", "0.5.9", "0.5.10rc1", "0.5.10", "0.5.11", "0.4.0.post1"]
     assert releases_between("sglang", versions, "0.5.9", "0.5.10") == ["0.5.9", "0.5.10"]
