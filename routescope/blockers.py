@@ -19,6 +19,7 @@ from routescope.errors import RoutescopeError
 from routescope.rules import load_rule_file, rule_files
 
 KIND_UNSUPPORTED_GPU = "unsupported_gpu"
+KIND_RAISES = "raises"
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +257,33 @@ def path_blockers(
     return out
 
 
+def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
+    """A step every way through which reaches a `raise` statement: the deployment stops there
+    (the server does not start, or the decode step fails)."""
+    where = f"{stop['file']}:{stop['line']}"
+    said = f"{stop['exception']}: {stop['message']}" if stop["message"] else stop["exception"]
+    guard = stop.get("guard")
+    why = f"every way through {stop['step']} reaches `raise {stop['exception']}(...)` at {where}"
+    evidence = [f"{where}: raise {said} (in {stop['function']})"]
+    after = ""
+    if guard:
+        word = {True: "true", False: "false"}[guard["value"]]
+        after = f"`{guard['condition']}` is {word}"
+        why += f", after {after}"
+        evidence.insert(0, f"{guard['file']}:{guard['line']}: {guard['condition']} -> {word}")
+    return {
+        "kind": KIND_RAISES,
+        "what": f"{framework} stops in {stop['step']}: {said}",
+        "where": where,
+        "why": why,
+        "evidence": evidence,
+        "exception": stop["exception"],
+        "step": stop["step"],
+        "after": after,
+        "way_out": None,
+    }
+
+
 def report_blockers(
     doc: dict[str, Any], metadata: Any, read_provider: Any
 ) -> tuple[list[str], bool]:
@@ -308,4 +336,7 @@ def report_blockers(
         p["blockers"] = path_blockers(p, capability, gpu, support_of, notes)
     selected = [p for p in dispatch["paths"] if p["selected"]]
     doc["blockers"] = selected[0]["blockers"] if selected else []
+    # a step that raises on every way stops the deployment whatever path follows it
+    doc["blockers"] = [*(stop_blocker(s, framework) for s in dispatch.get("stops", ())),
+                       *doc["blockers"]]  # fmt: skip
     return list(dict.fromkeys(notes)), bool(unread)

@@ -199,6 +199,8 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
             for a in d.assumptions
         ],
         "notes": list(d.notes),
+        # set-up or decode steps every way through which reaches a `raise` statement
+        "stops": [dict(s) for s in d.stops],
         "server_args": {
             name: valued(value, origins, data) for name, value, origins, data in d.server_args
         },

@@ -142,7 +142,9 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             return doc, dispatch
 
         doc, dispatch = report_of(dep)
-        if doc.get("blockers"):
+        # a way out is searched among the values the kernel-choosing guards compare: for a
+        # kernel the GPU lacks; a step that raises is not such a choice (its way out not searched)
+        if any(b["kind"] != "raises" for b in doc.get("blockers") or ()):
             sa = rules.data.get("server_args", {})
             way = find_way_out(
                 dispatch.choosing,
@@ -153,7 +155,8 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
                 lambda d: report_of(d)[0],
             )
             for b in doc["blockers"]:
-                b["way_out"] = way
+                if b["kind"] != "raises":
+                    b["way_out"] = way
         return doc
 
     return cached(key, compute)

@@ -6,13 +6,15 @@ data/csrc/trtllm_batched_gemm_runner.cu:48-67), the retrace a stand-in."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from routescope import report
+from routescope import api, report
 from routescope.analysis.engine.state import Decision
+from routescope.analysis.engine.values import Const
 from routescope.analysis.phases.deployment import Deployment
 from routescope.blockers import (
     kernel_rule,
@@ -29,6 +31,7 @@ from routescope.render.markdown import render
 from routescope.render.text_summary import brief, summary
 from routescope.source.tree import parse_metadata
 from routescope.wayout import candidates, compared, find_way_out
+from tests.conftest import CONFIGS
 
 METAINFO = """
 # Cubin architectures the *Blackwell* trtllm-gen module can dispatch to.
@@ -395,3 +398,71 @@ def test_a_declared_kernel_on_an_older_gpu_is_a_blocker() -> None:
     ok["dispatch"]["paths"][0]["experts"] = []
     report_blockers(ok, META, lambda d, v: _reader(DECLARED))
     assert ok["blockers"] == []
+
+
+def test_a_step_that_raises_on_every_way_at_a_raise_statement_is_a_blocker(
+    tmp_path: Path,
+) -> None:
+    """A set-up step every way through which reaches `raise E("...")` stops the deployment:
+    its place, exception and message as the source writes them, and the condition that led
+    there. An assert, or an exception the engine makes itself (an absent attribute), is not
+    one: those say as much about what routescope builds as about the deployment."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from routescope.blockers import stop_blocker
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+def backend_ok(name, sm):
+    if name == "fast" and sm != 100:
+        raise ValueError(
+            "the fast backend is only supported on SM100. Please use a different backend."
+        )
+    return name
+
+def asserts(state):
+    assert state is not None, "state a running worker holds"
+
+def absent(obj):
+    return obj.missing
+"""
+    engine = Engine(make_tree(tmp_path, {"steps.py": src}), Facts())
+    for entry, args in (("backend_ok", ["fast", 120]), ("asserts", [None]), ("absent", [1])):
+        fn = resolve_entry(engine, f"fw.steps:{entry}")
+        run_phase(engine, 10_000, f"step {entry}",
+                  lambda f=fn, a=args: engine.call(PathState(envs=[{}]), f,
+                                                   [Const(x) for x in a], {}, None))  # fmt: skip
+    assert len(engine.stops) == 3  # every one raised on every way
+    (stop,) = explicit_stops(engine)  # only the raise statement
+    assert (stop["file"], stop["line"], stop["exception"]) == ("fw/steps.py", 4, "ValueError")
+    assert stop["message"].startswith("the fast backend is only supported on SM100.")
+    assert stop["guard"]["condition"] == "name == 'fast' and sm != 100"
+    b = stop_blocker(stop, "fw 1.0")
+    assert b["kind"] == "raises" and b["where"] == "fw/steps.py:4" and b["way_out"] is None
+    assert b["what"] == ("fw 1.0 stops in step backend_ok: ValueError: the fast backend is only "
+                         "supported on SM100. Please use a different backend.")  # fmt: skip
+    assert "`name == 'fast' and sm != 100` is true" in b["why"]
+
+
+@pytest.mark.network
+def test_sglang_0_5_6_post1_does_not_start_for_qwen3_on_sm120() -> None:
+    """Read in the source: 0.5.6.post1 gives an MHA model on any Blackwell trtllm_mha
+    (server_args.py:1352-1353, is_blackwell: capability 10 or 12, utils/common.py:220-223) and
+    then refuses it off SM100 (:1435-1443): the server does not start on an RTX PRO 6000. With
+    --set attention_backend=triton it starts, and the path is selected."""
+    qwen3 = str(CONFIGS / "Qwen--Qwen3-30B-A3B.json")
+    req = api.InspectRequest(model=qwen3, framework="sglang==0.5.6.post1", gpu="sm120", tp=8)
+    doc = api.inspect(req)
+    (b,) = doc["blockers"]
+    assert (b["kind"], b["where"], b["exception"]) == (
+        "raises",
+        "sglang/srt/server_args.py:1441",
+        "ValueError",
+    )
+    assert "TRTLLM MHA backend is only supported on Blackwell GPUs (SM100)" in b["what"]
+    fixed = api.inspect(dataclasses.replace(req, server_args={"attention_backend": "triton"}))
+    assert fixed["dispatch"]["status"] == "selected" and fixed["blockers"] == []

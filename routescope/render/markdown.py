@@ -90,6 +90,9 @@ def _blockers(blockers: list[dict[str, Any]]) -> list[str]:
                        f"{code(sink.get('name', '?'))} ({sink_label(sink) if sink else '?'})"
                        + (f", {reached}" if reached else "") + ", with no blocker"
                        + caveat)  # fmt: skip
+        elif b["kind"] == "raises":
+            out.append("- **Way out:** not searched (the values tried are the kernel-choosing "
+                       "arguments'; a step that raises is not their choice)")  # fmt: skip
         else:
             out.append("- **Way out:** none found")
         for t in way.get("tried", ()):

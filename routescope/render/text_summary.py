@@ -85,7 +85,8 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
              for k in ("top_k", "output_format", "runner_backend") if k in router]  # fmt: skip
     if shown:
         out.append(Text("router: " + ", ".join(shown)))
-    if disp["incomplete"]:
+    stops = any(b["kind"] == "raises" for b in doc.get("blockers") or [])
+    if disp["incomplete"] and not stops:  # a step that raised everywhere is a blocker below
         out.append(Text(_cut(f"did not finish: {disp['incomplete'][0]}", 3 * width),
                         style="yellow"))  # fmt: skip
     out.extend(_blockers(doc.get("blockers") or [], width))
@@ -98,12 +99,18 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
     """What stops the deployment, where, and the flag change that reaches a path that runs."""
     out: list[Text] = []
     for b in blockers[:2]:
+        if b["kind"] == "raises":  # a step that raises on every way: the deployment stops
+            out.append(Text(_cut(f"BLOCKED: {b['what']}", 2 * width), style="bold red"))
+            after = f", after {b['after']}" if b.get("after") else ""
+            out.append(Text(_cut(f"  at {short_path(b['where'])}{after}", 2 * width)))
+            continue
         kernel = str(b.get("kernel", "")).rsplit(".", 1)[-1]
         head = f"BLOCKED: {kernel} [{b.get('provider', '')}] has no {b.get('target', '')} kernels"
         out.append(Text(_cut(head, width), style="bold red"))
         version = str(b.get("pinned", "")).partition("==")[2]
         out.append(Text(_cut(f"  at {short_path(b['where'])}; {b.get('provider', '')} {version}"
                              f" has {', '.join(b.get('runs_on', ()))}", width)))  # fmt: skip
+    blockers = [b for b in blockers if b["kind"] != "raises"]  # (no way out searched for those)
     way = (blockers[0].get("way_out") or {}) if blockers else {}
     if blockers and way.get("flags"):
         sink = way.get("sink") or {}

@@ -96,6 +96,7 @@ class Engine(
         # phases every way through raised: the deployment fails there, or routescope does not
         # build state a running server has; either way no path past them is selected
         self.fatal: list[str] = []
+        self.stops: list[tuple[str, PathState]] = []  # those steps and one way that raised
         self.staged: list[str] = []  # steps routescope staged itself that raised (see phases)
         self._closure_env: dict[str, Value] | None = None  # what the running function closes over
         self._self_stack: list[tuple[Value | None, ClassVal | None]] = []

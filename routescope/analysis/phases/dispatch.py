@@ -44,6 +44,7 @@ from routescope.analysis.phases.loader import (
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
+from routescope.analysis.phases.stops import explicit_stops
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
 from routescope.errors import RoutescopeError
 from routescope.intake.spec import RoutingSpec
@@ -73,6 +74,8 @@ class Dispatch:
     # kernels (the rules' `chooses`): the values they compare against are the ways out of a
     # blocker worth trying
     choosing: tuple[Decision, ...] = ()
+    # steps every way through which reaches a `raise` statement (phases/stops.py)
+    stops: tuple[dict[str, Any], ...] = ()
 
 
 def _hidden_states(spec: RoutingSpec, config: Instance) -> Tensor:
@@ -237,6 +240,7 @@ def trace_dispatch(
         tuple({(d.file, d.line): d for d in forks}.values()),
         tuple(sorted(facts.used.values(), key=lambda a: (a.kind, a.name))),
         tuple({(d.file, d.line, d.text): d for d in choosing}.values()),
+        explicit_stops(engine),
     )
 
 

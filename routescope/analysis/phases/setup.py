@@ -253,6 +253,7 @@ def run_phase(
             engine.raises.extend((what, s) for s, _ in result)
             if as_served:
                 engine.fatal.append(f"{what} did not finish: {raised_text(result[0][0])}")
+                engine.stops.append((what, result[0][0]))
             else:
                 engine.staged.append(
                     f"{what} on its own: {raised_text(result[0][0])} (what the model sets up "

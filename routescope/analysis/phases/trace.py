@@ -164,6 +164,8 @@ def trace_serving(
         )
         if p.end is not None:
             engine.raises.append((what, p.end))
+            if as_served:
+                engine.stops.append((what, p.end))
     if not as_served:  # a staged layer: what follows its raise is not what the server runs
         return traced
     engine.tolerant = True
