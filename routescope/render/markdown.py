@@ -11,13 +11,18 @@ from routescope.report import sink_args_text, sink_label
 _WORD = {True: "true", False: "false", None: "unknown"}
 
 
-def cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell."""
+def _one_line(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
+def cell(text: Any) -> str:
+    """Text safe inside a Markdown table cell, read as written: a dunder name
+    (`__post_init__`) is not bold."""
+    return _one_line(text).replace("__", "\\_\\_")
+
+
 def code(text: Any) -> str:
-    return f"`{cell(text)}`"
+    return f"`{_one_line(text)}`"
 
 
 def verdict_word(v: dict[str, Any] | None) -> str:

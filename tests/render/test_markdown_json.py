@@ -97,3 +97,17 @@ def test_matrix_links_every_section() -> None:
     # GLM-5 on sm120 is decided; gpt-oss on sm120 forks on whether triton_kernels imports on the
     # server (a fact the GPU profile cannot know), so its verdict is undecided rather than guessed
     assert "**insertable**" in text and "**undecided**" in text
+
+
+def test_a_dunder_name_in_prose_is_not_bold() -> None:
+    """A blocker names the step `__post_init__`: in prose, Markdown would make it bold
+    `post_init`; in a code span it stays as written."""
+    from markdown_it import MarkdownIt
+
+    from routescope.render.markdown import cell, code
+
+    html = MarkdownIt("commonmark").render(
+        f"stops in {cell('__post_init__')}: {code('a.__dict__')}"
+    )
+    assert "<strong>" not in html and "__post_init__" in html
+    assert "<code>a.__dict__</code>" in html
