@@ -51,6 +51,14 @@ def _said(error: str) -> str:
     return re.sub(r"==[A-Za-z0-9_.+!-]+", "", error)
 
 
+def _blocked_by(b: dict[str, Any]) -> str:
+    """What a blocker names across releases: the kernel the GPU lacks, or the exception a step
+    raises and the step (its line moves from release to release)."""
+    if b["kind"] == "raises":
+        return f"{b['exception']} in {b['step']}"
+    return str(b["kernel"])
+
+
 def releases_between(
     name: str, versions: list[str], start: str | None, end: str | None
 ) -> list[str]:
@@ -100,7 +108,7 @@ def summarise(version: str, got: dict[str, Any]) -> Release:
         shown = (path or {}).get("stopped") or "no kernel named"
     router = disp.get("router") or {}
     fields = {k: re.sub(r"^\w+\.", "", router[k]["repr"]) for k in ROUTER_FIELDS if k in router}
-    blockers = tuple(b["kernel"] for b in doc.get("blockers") or ())
+    blockers = tuple(_blocked_by(b) for b in doc.get("blockers") or ())
     return Release(version, disp["status"], shown, fields, blockers)
 
 

@@ -21,6 +21,7 @@ from routescope.blockers import (
     pinned_version,
     read_support,
     report_blockers,
+    stop_blocker,
 )
 from routescope.check.evaluate import evaluate_cell
 from routescope.check.matrix import Cell
@@ -307,6 +308,18 @@ def test_check_fails_on_a_blocker_unless_the_policy_allows_it(tmp_path: Path) ->
     found = {f.rule: f for f in evaluate_cell(load_policy(on), Cell("m", "sm120", clean), None,
                                               None)}  # fmt: skip
     assert found["no-blockers"].outcome.value == "pass"
+    # a step that raises blocks whatever path follows it: the answer is not selected, and the
+    # gate still says why (it said "the decode path is not decided")
+    stopped = _doc("sm120")
+    stopped["dispatch"]["status"] = "provisional"
+    stopped["blockers"] = [stop_blocker({
+        "step": "server-argument step __post_init__", "file": "s.py", "line": 1441,
+        "function": "m:f", "exception": "ValueError", "message": "only on SM100", "guard": None,
+    }, "sglang 0.5.6.post1")]  # fmt: skip
+    found = {f.rule: f for f in evaluate_cell(load_policy(on), Cell("m", "sm120", stopped), None,
+                                              None)}  # fmt: skip
+    assert found["no-blockers"].outcome.value == "fail"
+    assert "stops in server-argument step __post_init__: ValueError" in found["no-blockers"].message
 
 
 @pytest.mark.parametrize("gpu", ["sm120", "rtx-5090"])
@@ -413,7 +426,6 @@ def test_a_step_that_raises_on_every_way_at_a_raise_statement_is_a_blocker(
     from routescope.analysis.phases.setup import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
-    from routescope.blockers import stop_blocker
     from tests.engine.test_engine_synthetic import make_tree
 
     src = """

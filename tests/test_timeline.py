@@ -126,6 +126,19 @@ def test_one_error_at_moved_lines_and_other_pins_is_one_group() -> None:
     assert not a.same_path(other)
 
 
+def test_a_step_that_raises_is_a_blocker_of_the_release() -> None:
+    """A `raises` blocker names no kernel: the release's group says which exception stops it
+    and in which step (it raised KeyError on the missing kernel)."""
+    doc = json.loads(json.dumps(NEW))
+    doc["blockers"] = [{"kind": "raises", "exception": "ValueError", "where": "s.py:1441",
+                        "step": "server-argument step __post_init__"}]  # fmt: skip
+    r = summarise("0.5.6.post1", {"report": doc})
+    assert r.blockers == ("ValueError in server-argument step __post_init__",)
+    moved = json.loads(json.dumps(doc))
+    moved["blockers"][0]["where"] = "s.py:1450"
+    assert r.same_path(summarise("0.5.6.post2", {"report": moved}))
+
+
 def test_range_is_final_releases_and_an_unknown_bound_is_exit_2() -> None:
     versions = ["0.5.8", "0.5.9", "0.5.10rc1", "0.5.10", "0.5.11", "0.4.0.post1"]
     assert releases_between("sglang", versions, "0.5.9", "0.5.10") == ["0.5.9", "0.5.10"]

@@ -84,25 +84,30 @@ def evaluate_cell(
                 tuple(why),
             )
         )
+    blockers = cell.report.get("blockers") or []
+    blocked = None
+    if policy.forbid_blockers and blockers:  # (a step that raises blocks whatever follows it)
+        stops = tuple(
+            f"{b['where']}: {b['why']}"
+            + (
+                f"; way out: {' '.join(b['way_out']['flags'])}"
+                if (b.get("way_out") or {}).get("flags")
+                else ""
+            )
+            for b in blockers
+        )
+        blocked = finding("no-blockers", Outcome.FAIL, f"blocked: {blockers[0]['what']}", stops,
+                          frames)  # fmt: skip
+    if dispatch["status"] != "selected":
         return out + [
-            finding(r, Outcome.UNDECIDED, "the decode path is not decided") for r in rules[1:]
+            blocked
+            if r == "no-blockers" and blocked is not None
+            else finding(r, Outcome.UNDECIDED, "the decode path is not decided")
+            for r in rules[1:]
         ]
     if policy.forbid_blockers:
-        blockers = cell.report.get("blockers") or []
-        if blockers:
-            stops = tuple(
-                f"{b['where']}: {b['why']}"
-                + (
-                    f"; way out: {' '.join(b['way_out']['flags'])}"
-                    if (b.get("way_out") or {}).get("flags")
-                    else ""
-                )
-                for b in blockers
-            )
-            out.append(finding("no-blockers", Outcome.FAIL,
-                               f"blocked: {blockers[0]['what']}", stops, frames))  # fmt: skip
-        else:
-            out.append(finding("no-blockers", Outcome.PASS, "no blocker found", frames=frames))
+        out.append(blocked or finding("no-blockers", Outcome.PASS, "no blocker found",
+                                      frames=frames))  # fmt: skip
     if "forbid-sink-kinds" in rules:
         kind = entry.field("sink_kind") or BYPASSED
         bad = kind in policy.forbid_sink_kinds or (
