@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from routescope.analysis.index import Index
     from routescope.analysis.phases.deployment import Deployment
     from routescope.analysis.phases.dispatch import Dispatch
+    from routescope.analysis.phases.stops import Stop
 
 # Bump the major part on any change that removes or renames a field.
 SCHEMA_VERSION = "2.0"  # 2.0: values the trace read are typed (value, kind, repr, origins)
@@ -95,6 +96,14 @@ def _decision(d: Decision) -> dict[str, Any]:
                          for i in d.inputs]  # fmt: skip
     if d.reason:
         out["undecided_because"] = d.reason
+    return out
+
+
+def stop_dict(s: Stop) -> dict[str, Any]:
+    out: dict[str, Any] = {"step": s.step, "file": s.file, "line": s.line,
+                           "function": s.function, "exception": s.exception,
+                           "message": s.message}  # fmt: skip
+    out["guard"] = _decision(s.guard) if s.guard is not None else None
     return out
 
 
@@ -200,7 +209,7 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         ],
         "notes": list(d.notes),
         # set-up or decode steps every way through which reaches a `raise` statement
-        "stops": [dict(s) for s in d.stops],
+        "stops": [stop_dict(s) for s in d.stops],
         "server_args": {
             name: valued(value, origins, data) for name, value, origins, data in d.server_args
         },

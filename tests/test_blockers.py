@@ -29,6 +29,7 @@ from routescope.check.policy import load_policy
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.render.markdown import render
+from routescope.render.schema import validate_report
 from routescope.render.text_summary import brief, summary
 from routescope.source.tree import parse_metadata
 from routescope.wayout import candidates, compared, find_way_out
@@ -441,19 +442,27 @@ def asserts(state):
 
 def absent(obj):
     return obj.missing
+
+def message_fails(obj):
+    raise ValueError(f"bad {obj.missing}")
 """
     engine = Engine(make_tree(tmp_path, {"steps.py": src}), Facts())
-    for entry, args in (("backend_ok", ["fast", 120]), ("asserts", [None]), ("absent", [1])):
+    for entry, args in (
+        ("backend_ok", ["fast", 120]),
+        ("asserts", [None]),
+        ("absent", [1]),
+        ("message_fails", [1]),
+    ):  # its AttributeError is not the ValueError
         fn = resolve_entry(engine, f"fw.steps:{entry}")
         run_phase(engine, 10_000, f"step {entry}",
                   lambda f=fn, a=args: engine.call(PathState(envs=[{}]), f,
                                                    [Const(x) for x in a], {}, None))  # fmt: skip
-    assert len(engine.stops) == 3  # every one raised on every way
+    assert len(engine.stops) == 4  # every one raised on every way
     (stop,) = explicit_stops(engine)  # only the raise statement
-    assert (stop["file"], stop["line"], stop["exception"]) == ("fw/steps.py", 4, "ValueError")
-    assert stop["message"].startswith("the fast backend is only supported on SM100.")
-    assert stop["guard"]["condition"] == "name == 'fast' and sm != 100"
-    b = stop_blocker(stop, "fw 1.0")
+    assert (stop.file, stop.line, stop.exception) == ("fw/steps.py", 4, "ValueError")
+    assert stop.message.startswith("the fast backend is only supported on SM100.")
+    assert stop.guard is not None and stop.guard.text == "name == 'fast' and sm != 100"
+    b = stop_blocker(report.stop_dict(stop), "fw 1.0")
     assert b["kind"] == "raises" and b["where"] == "fw/steps.py:4" and b["way_out"] is None
     assert b["what"] == ("fw 1.0 stops in step backend_ok: ValueError: the fast backend is only "
                          "supported on SM100. Please use a different backend.")  # fmt: skip
@@ -469,6 +478,7 @@ def test_sglang_0_5_6_post1_does_not_start_for_qwen3_on_sm120() -> None:
     qwen3 = str(CONFIGS / "Qwen--Qwen3-30B-A3B.json")
     req = api.InspectRequest(model=qwen3, framework="sglang==0.5.6.post1", gpu="sm120", tp=8)
     doc = api.inspect(req)
+    validate_report(doc)  # dispatch.stops and its guard as the schema says
     (b,) = doc["blockers"]
     assert (b["kind"], b["where"], b["exception"]) == (
         "raises",

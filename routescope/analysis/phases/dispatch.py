@@ -44,7 +44,7 @@ from routescope.analysis.phases.loader import (
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
-from routescope.analysis.phases.stops import explicit_stops
+from routescope.analysis.phases.stops import Stop, explicit_stops
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
 from routescope.errors import RoutescopeError
 from routescope.intake.spec import RoutingSpec
@@ -75,7 +75,7 @@ class Dispatch:
     # blocker worth trying
     choosing: tuple[Decision, ...] = ()
     # steps every way through which reaches a `raise` statement (phases/stops.py)
-    stops: tuple[dict[str, Any], ...] = ()
+    stops: tuple[Stop, ...] = ()
 
 
 def _hidden_states(spec: RoutingSpec, config: Instance) -> Tensor:
