@@ -49,12 +49,8 @@ def kernel_rule(name: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
 
 
 def pinned_version(metadata: Any, distribution: str) -> str | None:
-    """The exact version a framework's METADATA pins `distribution` to (`name[extra]==V`)."""
-    line = metadata.requirement(distribution) if metadata is not None else None
-    if not line:
-        return None
-    m = re.search(r"===?\s*([A-Za-z0-9_.+!-]+)", line.split(";")[0])
-    return m.group(1) if m else None
+    """The exact version a framework's METADATA pins `distribution` to (None: no METADATA)."""
+    return metadata.pinned(distribution) if metadata is not None else None
 
 
 def _line_of(text: str, pos: int) -> int:

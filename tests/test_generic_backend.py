@@ -10,6 +10,7 @@ import pytest
 
 from routescope.analysis.phases import model
 from routescope.errors import RoutescopeError
+from routescope.source.tree import Metadata
 
 GENERIC = {
     "function": "fw.loader:resolve_generic",
@@ -21,16 +22,9 @@ GENERIC = {
 MODELING = "import torch\n\n\nclass Other:\n    pass\n\n\nclass ToyForCausalLM(Other):\n    pass\n"
 
 
-class _Meta:
-    def __init__(self, pins: dict[str, str]) -> None:
-        self.pins = pins
-
-    def requirement(self, name: str) -> str | None:
-        return self.pins.get(name)
-
-
 def _tree(pins: dict[str, str]) -> Any:
-    return SimpleNamespace(origin="pypi:fw==1.0", metadata=lambda: _Meta(pins))
+    meta = Metadata("fw", "1.0", None, tuple(pins.values()))  # Requires-Dist lines
+    return SimpleNamespace(origin="pypi:fw==1.0", metadata=lambda: meta)
 
 
 def _engine(resolver: Any) -> Any:

@@ -18,6 +18,12 @@ class Metadata:
     requires_python: str | None
     requires_dist: tuple[str, ...]
 
+    def pinned(self, dist: str) -> str | None:
+        """The exact version this distribution pins `dist` to (`name[extra]==V`), else None."""
+        line = self.requirement(dist)
+        m = re.search(r"===?\s*([A-Za-z0-9_.+!-]+)", line.split(";")[0]) if line else None
+        return m.group(1) if m else None
+
     def requirement(self, dist: str) -> str | None:
         """The Requires-Dist line naming `dist` (e.g. "flashinfer-python==0.6.1"), or None."""
         want = normalize_name(dist)

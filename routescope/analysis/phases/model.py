@@ -113,14 +113,13 @@ def _library_class(
     defines `arch`, with where ("transformers==5.19.0 transformers/models/dots1/
     modeling_dots1.py:539") or why not; None and the reason when that could not be read (no
     exact pin, no model_type, offline and not cached, no network)."""
-    from routescope.blockers import pinned_version
     from routescope.source.open import open_published
 
     library, module = generic.get("library"), generic.get("library_module")
     if not library or not module or not model_type:
         return None, "the rules name no library module for it" if model_type else "no model_type"
     try:
-        version = pinned_version(tree.metadata(), library)
+        version = tree.metadata().pinned(library)
     except (RoutescopeError, OSError, AttributeError):
         version = None
     if version is None:
