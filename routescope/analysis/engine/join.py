@@ -83,14 +83,14 @@ def _unknown(why: str) -> Unknown:
 def join_values(
     vals: list[Value | None], states: list[PathState], why: str, depth: int = JOIN_DEPTH
 ) -> Value:
+    """One value for `vals` as seen on paths `states` (one value each): equal -> kept;
+    containers and objects of one kind made on each path -> a new one with its items joined
+    (one per objects joined, in the current join: see joinscope); anything else -> Unknown."""
     with joining():
         return _join_values(vals, states, why, depth)
 
 
 def _join_values(vals: list[Value | None], states: list[PathState], why: str, depth: int) -> Value:
-    """One value for `vals` as seen on paths `states` (one value each): equal -> kept;
-    containers and objects of one kind made on each path -> a new one with its items joined;
-    anything else -> Unknown."""
     first = vals[0]
     if first is not None and all(agree(v, first) for v in vals):
         return first
