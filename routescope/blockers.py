@@ -254,13 +254,20 @@ def path_blockers(
 
 
 def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
-    """A step every way through which reaches a `raise` statement: the deployment stops there
-    (the server does not start, or the decode step fails)."""
+    """A step every way through which raises, at a `raise` statement or (implicit) where Python
+    raises on a decided value: the deployment stops there (the server does not start, or the
+    decode step fails)."""
     where = f"{stop['file']}:{stop['line']}"
     said = f"{stop['exception']}: {stop['message']}" if stop["message"] else stop["exception"]
     guard = stop.get("guard")
-    why = f"every way through {stop['step']} reaches `raise {stop['exception']}(...)` at {where}"
-    evidence = [f"{where}: raise {said} (in {stop['function']})"]
+    if stop.get("implicit"):
+        line = stop.get("statement") or "the statement"
+        why = f"every way through {stop['step']} raises {stop['exception']} in `{line}` at {where}"
+        evidence = [f"{where}: {line} raises {said} (in {stop['function']})"]
+    else:
+        raised = f"`raise {stop['exception']}(...)`"
+        why = f"every way through {stop['step']} reaches {raised} at {where}"
+        evidence = [f"{where}: raise {said} (in {stop['function']})"]
     after = ""
     if guard:
         word = {True: "true", False: "false"}[guard["value"]]
@@ -275,6 +282,7 @@ def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
         "evidence": evidence,
         "exception": stop["exception"],
         "step": stop["step"],
+        **({"statement": stop["statement"]} if stop.get("implicit") else {}),
         "after": after,
         "way_out": None,
     }

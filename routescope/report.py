@@ -102,7 +102,8 @@ def _decision(d: Decision) -> dict[str, Any]:
 def stop_dict(s: Stop) -> dict[str, Any]:
     out: dict[str, Any] = {"step": s.step, "file": s.file, "line": s.line,
                            "function": s.function, "exception": s.exception,
-                           "message": s.message}  # fmt: skip
+                           "message": s.message, "implicit": s.implicit,
+                           "statement": s.statement}  # fmt: skip
     out["guard"] = _decision(s.guard) if s.guard is not None else None
     return out
 
@@ -177,7 +178,9 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
     reps = _group(d.paths)
     single = len(reps) == 1 and not reps[0][0].stopped
     decided = single and not d.incomplete
-    if decided:
+    if d.stops:  # a step the server runs raises on every way, certainly: it does not get here
+        status = "blocked"
+    elif decided:
         status = "selected"
     elif single:
         status = "provisional"  # one path, but set-up the facts rest on did not finish

@@ -112,7 +112,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
     from routescope.analysis.phases.dispatch import trace_dispatch
     from routescope.blockers import report_blockers
     from routescope.report import build_report
-    from routescope.wayout import find_way_out
+    from routescope.wayout import find_way_out, past_a_stop, try_changes
 
     fingerprint = getattr(tree, "fingerprint", None)
     key = key_for(
@@ -142,14 +142,24 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             return doc, dispatch
 
         doc, dispatch = report_of(dep)
-        # a way out is searched among the values the kernel-choosing guards compare: for a
-        # kernel the GPU lacks; a step that raises is not such a choice (its way out not searched)
-        if any(b["kind"] != "raises" for b in doc.get("blockers") or ()):
-            sa = rules.data.get("server_args", {})
+        sa = rules.data.get("server_args", {})
+        quant_field = sa.get("fields", {}).get("quant", "")
+        # past a step that raises: the server arguments its decided guards read, changed
+        stops = [b for b in doc.get("blockers") or () if b["kind"] == "raises"]
+        if stops and dispatch.stops:
+            args = dict(dispatch.arguments)
+            chooses = tuple(sa.get("chooses", ()))
+            changes = [c for s in dispatch.stops for c in past_a_stop(s.guards, args, chooses)]
+            way = try_changes(list(dict.fromkeys(changes)), quant_field, dep,
+                              lambda d: report_of(d)[0])  # fmt: skip
+            for b in stops:
+                b["way_out"] = way
+        # for a kernel the GPU lacks: the values the kernel-choosing guards compare
+        elif any(b["kind"] != "raises" for b in doc.get("blockers") or ()):
             way = find_way_out(
                 dispatch.choosing,
                 tuple(sa.get("chooses", ())),
-                sa.get("fields", {}).get("quant", ""),
+                quant_field,
                 {name: value for name, value, *_ in dispatch.server_args},
                 dep,
                 lambda d: report_of(d)[0],

@@ -77,6 +77,30 @@ def candidates(
     return out
 
 
+def past_a_stop(
+    guards: tuple[Decision, ...], arguments: dict[str, object], chooses: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    """The server-argument changes worth trying to get past a step that raises, nearest guard
+    first: a boolean argument a decided guard reads, flipped; another value a guard compares a
+    kernel-choosing argument (`chooses`) against. Each is a candidate the trace again decides;
+    other arguments' values (an attention backend) lead to code the trace does not follow, so
+    a trace that passes could not promise the server starts."""
+    out: list[tuple[str, str]] = []
+    for d in guards:
+        try:
+            tree = ast.parse(d.text.strip(), mode="eval")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            name = _field(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+            current = arguments.get(name) if name else None
+            if name and isinstance(current, bool):
+                out.append((name, "false" if current else "true"))
+        fields = tuple(a for a in chooses if isinstance(arguments.get(a), str))
+        out.extend((f, v) for f, v in compared(d.text, fields) if arguments.get(f) != v)
+    return list(dict.fromkeys(out))
+
+
 def flag_text(name: str, value: str, quant_field: str) -> str:
     return f"--quant {value}" if name == quant_field else f"--set {name}={value}"
 
@@ -97,10 +121,23 @@ def find_way_out(
 ) -> dict[str, Any]:
     """Trace again with each candidate until one is selected with no blocker. `retrace(dep)`
     returns the report of `dep` with its blockers filled in."""
-    tried: list[str] = []
     if dep.quant is not None:  # the user chose the quantization: the way out keeps it
         fields = tuple(f for f in fields if f != quant_field)
-    for name, value in candidates(choosing, fields, current)[:MAX_TRIES]:
+    return try_changes(candidates(choosing, fields, current), quant_field, dep, retrace)
+
+
+def try_changes(
+    changes: list[tuple[str, str]],
+    quant_field: str,
+    dep: Deployment,
+    retrace: Callable[[Deployment], dict[str, Any]],
+) -> dict[str, Any]:
+    """The first of `changes` (argument, value) whose trace is selected with no blocker, with
+    what it leads to; else what each gave."""
+    tried: list[str] = []
+    if dep.quant is not None:
+        changes = [(n, v) for n, v in changes if n != quant_field]
+    for name, value in changes[:MAX_TRIES]:
         flag = flag_text(name, value, quant_field)
         try:
             doc = retrace(changed(dep, name, value, quant_field))

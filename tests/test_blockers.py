@@ -414,16 +414,19 @@ def test_a_declared_kernel_on_an_older_gpu_is_a_blocker() -> None:
     assert ok["blockers"] == []
 
 
-def test_a_step_that_raises_on_every_way_at_a_raise_statement_is_a_blocker(
+def test_a_step_that_raises_on_every_way_where_python_raises_is_a_blocker(
     tmp_path: Path,
 ) -> None:
     """A set-up step every way through which reaches `raise E("...")` stops the deployment:
     its place, exception and message as the source writes them, and the condition that led
-    there. An assert, or an exception the engine makes itself (an absent attribute), is not
-    one: those say as much about what routescope builds as about the deployment."""
+    there. So does one where Python itself raises on a decided value (`None.get_name()`:
+    implicit, with the line that raised). An assert, or an attribute of an object the engine
+    cannot tell is absent in Python, is not one: those say as much about what routescope
+    builds as about the deployment."""
     from routescope.analysis.engine.core import Engine
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
+    from routescope.analysis.engine.values import Unknown
     from routescope.analysis.phases.setup import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
@@ -445,28 +448,68 @@ def absent(obj):
 
 def message_fails(obj):
     raise ValueError(f"bad {obj.missing}")
+
+def quant_name(quant_config, fused):
+    if fused:
+        return quant_config.get_name() == "w4afp8"
+    return False
 """
     engine = Engine(make_tree(tmp_path, {"steps.py": src}), Facts())
     for entry, args in (
-        ("backend_ok", ["fast", 120]),
-        ("asserts", [None]),
-        ("absent", [1]),
-        ("message_fails", [1]),
-    ):  # its AttributeError is not the ValueError
+        ("backend_ok", [Const("fast"), Const(120)]),
+        ("asserts", [Const(None)]),
+        ("absent", [Unknown("an object no phase builds")]),  # may have it: no raise at all
+        ("message_fails", [Const(1)]),  # Python's AttributeError, not the ValueError
+        ("quant_name", [Const(None), Const(True)]),
+    ):
         fn = resolve_entry(engine, f"fw.steps:{entry}")
         run_phase(engine, 10_000, f"step {entry}",
-                  lambda f=fn, a=args: engine.call(PathState(envs=[{}]), f,
-                                                   [Const(x) for x in a], {}, None))  # fmt: skip
-    assert len(engine.stops) == 4  # every one raised on every way
-    (stop,) = explicit_stops(engine)  # only the raise statement
+                  lambda f=fn, a=args: engine.call(PathState(envs=[{}]), f, a, {},
+                                                   None))  # fmt: skip
+    assert [w for w, _ in engine.stops] == ["step backend_ok", "step asserts",
+                                            "step message_fails", "step quant_name"]  # fmt: skip
+    stop, message, quant = explicit_stops(engine)  # the assert is not one
     assert (stop.file, stop.line, stop.exception) == ("fw/steps.py", 4, "ValueError")
+    assert not stop.implicit
     assert stop.message.startswith("the fast backend is only supported on SM100.")
     assert stop.guard is not None and stop.guard.text == "name == 'fast' and sm != 100"
+    assert (message.line, message.exception, message.implicit) == (16, "AttributeError", True)
+    assert (quant.line, quant.exception, quant.implicit) == (20, "AttributeError", True)
+    assert quant.message == "NoneType has no attribute get_name"
+    assert quant.statement == 'return quant_config.get_name() == "w4afp8"'
+    assert quant.guard is not None and (quant.guard.text, quant.guard.value) == ("fused", True)
     b = stop_blocker(report.stop_dict(stop), "fw 1.0")
     assert b["kind"] == "raises" and b["where"] == "fw/steps.py:4" and b["way_out"] is None
     assert b["what"] == ("fw 1.0 stops in step backend_ok: ValueError: the fast backend is only "
                          "supported on SM100. Please use a different backend.")  # fmt: skip
     assert "`name == 'fast' and sm != 100` is true" in b["why"]
+    q = stop_blocker(report.stop_dict(quant), "fw 1.0")
+    assert q["what"] == ("fw 1.0 stops in step quant_name: AttributeError: NoneType has no "
+                         "attribute get_name")  # fmt: skip
+    assert q["statement"] == 'return quant_config.get_name() == "w4afp8"'
+    assert "raises AttributeError in `return quant_config.get_name()" in q["why"]
+
+
+def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:
+    """The candidates past a step that raises: a boolean server argument a decided guard reads,
+    flipped, and values a guard compares a kernel-choosing argument against; an argument the
+    trace does not follow the effect of (an attention backend) offers no value."""
+    from routescope.analysis.engine.state import Decision
+    from routescope.wayout import past_a_stop
+
+    def guard(text: str, value: bool) -> Decision:
+        return Decision("m.py", 1, "m:f", text, value)
+
+    args = {"disable_shared_experts_fusion": False, "moe_runner_backend": "auto",
+            "attention_backend": "trtllm_mha", "tp_size": 8}  # fmt: skip
+    guards = (
+        guard("self.attention_backend == 'trtllm_mha'", True),
+        guard("get_global_server_args().disable_shared_experts_fusion", False),
+        guard("server_args.moe_runner_backend in ('triton', 'auto')", True),
+        guard("self.tp_size > 1", True),
+    )
+    got = past_a_stop(guards, args, ("quantization", "moe_runner_backend"))
+    assert got == [("disable_shared_experts_fusion", "true"), ("moe_runner_backend", "triton")]
 
 
 @pytest.mark.network

@@ -80,7 +80,9 @@ def evaluate_cell(
             finding(
                 "selected-path",
                 outcome,
-                f"decode path not decided (status {dispatch['status']})",
+                "the deployment stops before decode (status blocked)"
+                if dispatch["status"] == "blocked"
+                else f"decode path not decided (status {dispatch['status']})",
                 tuple(why),
             )
         )

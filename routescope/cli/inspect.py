@@ -78,7 +78,8 @@ def inspect(
         quant=quant, offline=offline, revision=revision, **flags,
     )  # fmt: skip
     spec, doc = api.inspect_with_spec(req)
-    decided = doc.get("dispatch", {}).get("status", "selected") == "selected"
+    # blocked is decided too: the deployment certainly stops, where the answer says
+    decided = doc.get("dispatch", {}).get("status", "selected") in ("selected", "blocked")
     if fmt is not ReportFormat.text:
         if fmt is ReportFormat.json:
             typer.echo(json.dumps(doc, indent=2))

@@ -193,6 +193,10 @@ def render_section(doc: dict[str, Any], level: int = 2) -> str:
     if disp is not None:
         selected = next((p for p in disp["paths"] if p["selected"]), None)
         out += [f"{h} Decode path", ""]
+        if disp["status"] == "blocked" and len(disp["paths"]) == 1:
+            selected = disp["paths"][0]
+            out += ["The deployment stops before decode (see Blockers); past what stops it, "
+                    "this path would run:", ""]  # fmt: skip
         if selected is not None:
             out += ["```mermaid", flowchart(selected, doc.get("verdict")), "```", ""]
             out += [f"{h}# Decisions on the path", "", *_decisions(selected), ""]

@@ -100,6 +100,7 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
         parts.append(Text("server arguments set: " + ", ".join(changed), style="dim"))
     status = {
         "selected": ("one path selected", "green"),
+        "blocked": ("blocked: a step the server runs raises on every way (see blockers)", "red"),
         "provisional": ("provisional: one path, but set-up did not finish (see notes)", "yellow"),
         "forked": ("the facts do not decide: several paths", "yellow"),
         "unknown": ("no path reached a sink", "red"),

@@ -56,8 +56,12 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
     selected = [p for p in disp["paths"] if p["selected"]] or disp["paths"][:1]
     path = selected[0] if selected else None
     sink = path["sink"] if path else None
-    if status in ("selected", "provisional") and path is not None:
-        t = Text(f"{status}: ", style="bold green" if status == "selected" else "bold yellow")
+    if status == "blocked":  # what stops it comes first; the path past it after
+        out.extend(_blockers(doc.get("blockers") or [], width))
+    if status in ("selected", "provisional", "blocked") and path is not None:
+        label = "past it" if status == "blocked" else status
+        style = {"selected": "bold green", "blocked": "dim"}.get(status, "bold yellow")
+        t = Text(f"{label}: ", style=style)
         if sink:
             t.append(f"{sink['name']} [{sink_label(sink)}]", style="magenta")
             t.append(f" at {short_path(sink['file'])}:{sink['line']}")
@@ -89,7 +93,8 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
     if disp["incomplete"] and not stops:  # a step that raised everywhere is a blocker below
         out.append(Text(_cut(f"did not finish: {disp['incomplete'][0]}", 3 * width),
                         style="yellow"))  # fmt: skip
-    out.extend(_blockers(doc.get("blockers") or [], width))
+    if status != "blocked":
+        out.extend(_blockers(doc.get("blockers") or [], width))
     if verdict:
         out.extend(_verdict(verdict, width))
     return [*out[: SUMMARY_LINES - 1], Text("details: --explain", style="dim")]
@@ -101,8 +106,9 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
     for b in blockers[:2]:
         if b["kind"] == "raises":  # a step that raises on every way: the deployment stops
             out.append(Text(_cut(f"BLOCKED: {b['what']}", 2 * width), style="bold red"))
+            line = f" in `{b['statement']}`" if b.get("statement") else ""
             after = f", after {b['after']}" if b.get("after") else ""
-            out.append(Text(_cut(f"  at {short_path(b['where'])}{after}", 2 * width)))
+            out.append(Text(_cut(f"  at {short_path(b['where'])}{line}{after}", 2 * width)))
             continue
         kernel = str(b.get("kernel", "")).rsplit(".", 1)[-1]
         head = f"BLOCKED: {kernel} [{b.get('provider', '')}] has no {b.get('target', '')} kernels"
@@ -110,7 +116,7 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
         version = str(b.get("pinned", "")).partition("==")[2]
         out.append(Text(_cut(f"  at {short_path(b['where'])}; {b.get('provider', '')} {version}"
                              f" has {', '.join(b.get('runs_on', ()))}", width)))  # fmt: skip
-    blockers = [b for b in blockers if b["kind"] != "raises"]  # (no way out searched for those)
+    blockers = [b for b in blockers if b.get("way_out") is not None]  # those searched
     way = (blockers[0].get("way_out") or {}) if blockers else {}
     if blockers and way.get("flags"):
         sink = way.get("sink") or {}
@@ -149,6 +155,8 @@ def brief(doc: dict[str, Any]) -> str:
     """One line: model, deployment, status, kernel, OEA."""
     disp, verdict = doc["dispatch"], doc.get("verdict") or {}
     path = next((p for p in disp["paths"] if p["selected"]), None)
+    if disp["status"] == "blocked" and len(disp["paths"]) == 1:  # what would run past it
+        path = disp["paths"][0]
     kernel = (
         f"{path['sink']['name']} [{sink_label(path['sink'])}]"
         if path and path["sink"]

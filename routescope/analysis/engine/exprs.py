@@ -40,6 +40,7 @@ from routescope.analysis.engine.values import (
     Const,
     External,
     FunctionVal,
+    PythonRaise,
     Tensor,
     Unknown,
     UnknownKind,
@@ -86,7 +87,10 @@ class ExprMixin(EngineBase):
                     v.reason, v.origins, v.truthy, v.kind)  # fmt: skip
                 out.append((s, goes_on))
                 s = s.fork()
-            s.raising = External(v.exc) if isinstance(v.exc, str) else v.exc
+            if isinstance(v.exc, str):  # a builtin operation's own: certain unless `maybe`
+                s.raising = External(v.exc) if v.maybe else PythonRaise(v.exc, v.reason)
+            else:
+                s.raising = v.exc
             s.raised_at = s.raised_at if not isinstance(v.exc, str) else where
             out.append((s, Unknown(v.reason, v.origins, kind=UnknownKind.RAISED)))
         return out

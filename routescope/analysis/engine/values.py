@@ -149,6 +149,21 @@ class External(Value):
         return f"External({self.name})"
 
 
+class PythonRaise(External):
+    """A builtin exception Python itself raises from an operation on values the facts decide
+    (`None.get_name()`, a known dict's missing key): as certain as a `raise` statement, with
+    the message Python's own would carry in substance."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(name)
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"PythonRaise({self.name}: {self.message})"
+
+
 @dataclass(eq=False)
 class ModuleVal(Value):
     name: str

@@ -44,7 +44,7 @@ from routescope.analysis.phases.loader import (
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
-from routescope.analysis.phases.stops import Stop, explicit_stops
+from routescope.analysis.phases.stops import Stop, explicit_stops, known_arguments
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
 from routescope.errors import RoutescopeError
 from routescope.intake.spec import RoutingSpec
@@ -76,6 +76,9 @@ class Dispatch:
     choosing: tuple[Decision, ...] = ()
     # steps every way through which reaches a `raise` statement (phases/stops.py)
     stops: tuple[Stop, ...] = ()
+    # every server argument the resolution left a known value, as Python holds it: what a
+    # way past a stop may change, and from what
+    arguments: tuple[tuple[str, object], ...] = ()
 
 
 def _hidden_states(spec: RoutingSpec, config: Instance) -> Tensor:
@@ -241,6 +244,7 @@ def trace_dispatch(
         tuple(sorted(facts.used.values(), key=lambda a: (a.kind, a.name))),
         tuple({(d.file, d.line, d.text): d for d in choosing}.values()),
         explicit_stops(engine),
+        known_arguments(server_args),
     )
 
 

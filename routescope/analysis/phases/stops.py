@@ -1,7 +1,9 @@
-"""The steps a deployment stops at: a set-up or decode step every way through which reaches a
-`raise` statement of the framework's own code. Only an explicit statement counts: an
-exception the engine makes itself (an attribute no phase set, an assert on state a running
-worker would hold) says as much about what routescope builds as about the deployment."""
+"""The steps a deployment stops at: a set-up or decode step every way through which raises,
+where the raise is certain in Python: a `raise` statement of the framework's own code, or a
+builtin operation on values the facts decide (`None.get_name()` on a quantization config the
+checkpoint leaves None). An assert, or an exception the engine cannot tell is Python's (an
+operand perhaps absent, state a running worker would hold and no phase builds), says as much
+about what routescope builds as about the deployment, and is not a stop."""
 
 from __future__ import annotations
 
@@ -10,39 +12,60 @@ from dataclasses import dataclass
 
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import Decision
-from routescope.analysis.engine.values import ClassVal, External, Instance, Value
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    External,
+    Instance,
+    PythonRaise,
+    Value,
+)
+
+MAX_GUARDS = 40  # decided conditions kept per stop, nearest first
 
 
 @dataclass(frozen=True, slots=True)
 class Stop:
-    """One step that raised on every way at a `raise` statement."""
+    """One step that raised on every way, at a `raise` statement or (`implicit`) at an
+    operation Python raises on."""
 
     step: str  # the set-up or decode step, as the phases name it
     file: str
     line: int
     function: str
-    exception: str  # the exception and its message as the source writes them
+    exception: str  # the exception and its message as the source writes them (or Python)
     message: str
     guard: Decision | None  # the decided condition nearest before it in the same function
+    implicit: bool = False  # raised by Python from an operation, not by a `raise` statement
+    statement: str = ""  # the source text of the statement that raised (first line)
+    # the decided conditions on the way to it, nearest first: what a way past it may change
+    guards: tuple[Decision, ...] = ()
 
 
 def explicit_stops(engine: Engine) -> tuple[Stop, ...]:
-    """Each step that raised on every way at a `raise` statement of the exception it raised,
-    once per statement."""
+    """Each step that raised on every way where Python certainly raises (module doc), once
+    per statement."""
     out: dict[tuple[str, int], Stop] = {}
     for what, st in engine.stops:
         at = st.raised_at
         if at is None or (at[0], at[1]) in out:
             continue
         file, line, function = at
-        raised = _raise_statement(engine, function.partition(":")[0], line)
-        # an exception the engine made inside the statement's own expression is not its own
-        if raised is None or raised[0].rsplit(".", 1)[-1] != _class_name(st.raising):
+        module = function.partition(":")[0]
+        exc = st.raising
+        said = (exc.name, exc.message) if isinstance(exc, PythonRaise) else (
+            _raise_statement(engine, module, line))  # fmt: skip
+        # an exception the engine made inside a raise statement's own expression is not its own
+        if said is None or said[0].rsplit(".", 1)[-1] != _class_name(exc):
             continue
         guard = next((d for d in reversed(st.decisions)
                       if d.function == function and d.line < line and d.value is not None),
                      None)  # fmt: skip
-        out[file, line] = Stop(what, file, line, function, *raised, guard)
+        decided = tuple(d for d in reversed(st.decisions) if d.value is not None)
+        out[file, line] = Stop(what, file, line, function, said[0], said[1], guard,
+                               implicit=isinstance(exc, PythonRaise),
+                               statement=_statement_text(engine, module, line),
+                               guards=decided[:MAX_GUARDS])  # fmt: skip
     return tuple(out.values())
 
 
@@ -75,3 +98,19 @@ def _raise_statement(engine: Engine, module: str, line: int) -> tuple[str, str] 
                 text = ""
             return ast.unparse(exc.func), " ".join(text.split())[:300]
     return None
+
+
+def _statement_text(engine: Engine, module: str, line: int) -> str:
+    """The source line that raised, as the file writes it (stripped)."""
+    info = engine.index.module(module)
+    return " ".join(info.line(line).split())[:200] if info is not None else ""
+
+
+def known_arguments(server_args: Value) -> tuple[tuple[str, object], ...]:
+    """Each server argument with a known value after the server resolved them, as Python
+    holds it (a way past a stop flips a boolean, or picks another value a guard compares)."""
+    if not isinstance(server_args, Instance):
+        return ()
+    known = {k: v.value for k, v in server_args.fields.items()
+             if isinstance(v, Const) and isinstance(v.value, (bool, int, str))}  # fmt: skip
+    return tuple(sorted(known.items(), key=lambda kv: kv[0]))
