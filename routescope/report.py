@@ -10,16 +10,16 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from routescope import __version__
-from routescope.analysis.engine.state import Decision, SinkHit
-from routescope.analysis.phases.trace import TracedPath
 from routescope.intake.spec import RoutingSpec
 from routescope.render.spec_json import spec_dict
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the trace's types: a report read back from the cache needs no engine
+    from routescope.analysis.engine.state import Decision, SinkHit
     from routescope.analysis.index import Index
     from routescope.analysis.phases.deployment import Deployment
     from routescope.analysis.phases.dispatch import Dispatch
     from routescope.analysis.phases.stops import Stop
+    from routescope.analysis.phases.trace import TracedPath
 
 # Bump the major part on any change that removes or renames a field.
 SCHEMA_VERSION = "2.0"  # 2.0: values the trace read are typed (value, kind, repr, origins)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import sys
 from functools import cache
@@ -9,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from routescope.errors import RoutescopeError
+from routescope.fsutil import atomic_write_bytes, cache_root
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,19 +34,40 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 def load_rule_file(path: Path, schema: str) -> dict[str, Any]:
-    """Parse one TOML rule file and validate it against `schema`; errors name the file."""
+    """Parse one TOML rule file and validate it against `schema`; errors name the file.
+
+    A file once found valid against the same schema (both by content) is not validated again:
+    a stamp named by their hashes under the cache says so (schema validation was most of a
+    warm start-up)."""
+    try:
+        raw = path.read_bytes()
+        data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RoutescopeError(str(path), f"cannot read rule file: {exc}") from None
+    schema_raw = (rules_dir() / "schema" / f"{schema}.json").read_bytes()
+    stamp = _stamp(raw, schema_raw)
+    if stamp is not None and stamp.is_file():
+        return data
     import jsonschema
 
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise RoutescopeError(str(path), f"cannot read rule file: {exc}") from None
-    try:
-        jsonschema.validate(data, load_schema(schema))
+        jsonschema.validate(data, json.loads(schema_raw))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise RoutescopeError(str(path), f"invalid rule file at {where}: {exc.message}") from None
+    if stamp is not None:  # a read-only cache only costs validating again next time
+        with contextlib.suppress(OSError):
+            atomic_write_bytes(stamp, b"", durable=False)
     return data
+
+
+def _stamp(rule: bytes, schema: bytes) -> Path | None:
+    """Where the mark that `rule` is valid against `schema` lives (None: no cache dir)."""
+    digest = hashlib.sha256(len(rule).to_bytes(8, "big") + rule + schema).hexdigest()
+    try:
+        return cache_root() / "rules-valid" / digest
+    except Exception:  # no user cache directory can be named here: validate every time
+        return None
 
 
 def rule_files(kind: str) -> list[Path]:

@@ -109,11 +109,6 @@ def _prune() -> None:
 def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, dep: Any,
                   version: str | None) -> dict[str, Any]:  # fmt: skip
     """The full report of `spec` deployed as `dep` on `tree`, traced or read back."""
-    from routescope.analysis.phases.dispatch import trace_dispatch
-    from routescope.blockers import report_blockers
-    from routescope.report import build_report
-    from routescope.wayout import find_way_out, past_a_stop, try_changes
-
     fingerprint = getattr(tree, "fingerprint", None)
     key = key_for(
         fingerprint() if callable(fingerprint) else None,
@@ -128,7 +123,12 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         },
     )
 
-    def compute() -> dict[str, Any]:
+    def compute() -> dict[str, Any]:  # (the engine is imported only when a trace runs)
+        from routescope.analysis.phases.dispatch import trace_dispatch
+        from routescope.blockers import report_blockers
+        from routescope.report import build_report
+        from routescope.wayout import find_way_out, past_a_stop, try_changes
+
         idx = index()
         prefetch_closure(tree, idx)
 

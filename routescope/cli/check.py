@@ -9,11 +9,8 @@ from pathlib import Path
 
 import typer
 
-from routescope.check import load_policy, run_check
-from routescope.check.policy import PolicyError, find_policy
 from routescope.errors import ExitCode, RoutescopeError
 from routescope.fsutil import atomic_write_text
-from routescope.render import check_annotations, check_junit, check_sarif, check_summary, check_text
 
 
 def check(
@@ -37,6 +34,11 @@ def check(
 ) -> None:
     """Fail (exit 1) when a model's decode routing path changed from the lock or breaks a rule;
     exit 2 when it cannot be decided or the policy is wrong."""  # fmt: skip
+    from routescope.check.policy import PolicyError
+    from routescope.render import (
+        check_annotations,
+    )
+
     annotate = annotations if annotations is not None else bool(os.environ.get("GITHUB_ACTIONS"))
     try:
         code = _run(policy, lock, update_lock, annotate, junit, sarif, offline)
@@ -55,6 +57,16 @@ def check(
 
 def _run(policy_path: Path | None, lock: Path | None, update_lock: bool, annotate: bool,
          junit: Path | None, sarif: Path | None, offline: bool) -> int:  # fmt: skip
+    from routescope.check import load_policy, run_check
+    from routescope.check.policy import find_policy
+    from routescope.render import (
+        check_annotations,
+        check_junit,
+        check_sarif,
+        check_summary,
+        check_text,
+    )
+
     policy = load_policy(policy_path or find_policy(Path.cwd()))
     result = run_check(policy, lock, update_lock=update_lock, offline=offline)
     sys.stdout.write(check_text.render(result))

@@ -6,13 +6,9 @@ import json
 
 import typer
 
-from routescope import api
 from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
 from routescope.errors import ExitCode, RoutescopeError
-from routescope.render import ReportFormat, text_summary
-from routescope.render.spec_text import spec_table
-from routescope.render.style import console
-from routescope.render.text_report import render_dispatch
+from routescope.render import ReportFormat
 
 
 def inspect(
@@ -60,6 +56,12 @@ def inspect(
 
     Exit 0: one path selected (or no --framework); 2: bad input, or the answer is not one path
     (forked, unknown, or set-up that did not finish: the output says which)."""
+    from routescope import api
+    from routescope.render import text_summary
+    from routescope.render.spec_text import spec_table
+    from routescope.render.style import console
+    from routescope.render.text_report import render_dispatch
+
     flags = deployment(set_, env, package)  # a malformed flag is named before anything else
     if framework is None and framework_src is None:
         given = [flag for flag, on in (("--gpu", gpu is not None), ("--tp", tp != 1),

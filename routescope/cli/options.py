@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from routescope import api
-
 QUANT_HELP = (
     "the framework's own quantization method (SGLang: a --quantization choice such as "
     "fp8, modelopt_fp4), nvfp4 for modelopt_fp4, or bf16; default: the checkpoint's."
@@ -17,6 +15,8 @@ PACKAGE_HELP = "Optional package NAME=true|false: whether it imports on the serv
 
 def deployment(set_: list[str], env: list[str], package: list[str]) -> dict[str, Any]:
     """--set, --env and --package as InspectRequest's server_args, env and packages."""
+    from routescope import api
+
     return {
         "server_args": api.parse_assignments(set_, "--set", literal=True),
         "env": api.parse_assignments(env, "--env", literal=False),

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from routescope import api
 from routescope.errors import ExitCode, RoutescopeError
 from routescope.oea.config import GROUP_POLICIES, GroupPolicy
 
@@ -31,6 +30,8 @@ def patch(
     offline: bool = typer.Option(False, "--offline", help="Use only local caches."),
 ) -> int:
     """Write an OEA patch (unified diff, wheel paths) made by a LibCST codemod at the point."""
+    from routescope import api
+
     if check is not None:
         return _check(check, framework, offline)
     from routescope.patch.build import PatchRequest, make_patch

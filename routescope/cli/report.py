@@ -6,10 +6,8 @@ from pathlib import Path
 
 import typer
 
-from routescope import api
 from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
 from routescope.fsutil import atomic_write_text
-from routescope.render.report_md import render_matrix
 
 
 def report(
@@ -37,6 +35,9 @@ def report(
 ) -> None:
     """Write one Markdown report for several models and GPUs, with a matrix table on top.
     Every deployment option `inspect` takes applies to each model x GPU."""
+    from routescope import api
+    from routescope.render.report_md import render_matrix
+
     gpus = [g.strip() for g in gpu.split(",") if g.strip()]
     flags = deployment(set_, env, package)
     docs = [

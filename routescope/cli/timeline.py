@@ -7,12 +7,9 @@ import json
 
 import typer
 
-from routescope import api
 from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
 from routescope.errors import ExitCode, RoutescopeError
-from routescope.intake import load_spec
 from routescope.render import ReportFormat
-from routescope.source.cache import sort_versions
 
 
 def timeline(
@@ -42,8 +39,11 @@ def timeline(
     guard, its value before and after, file:line in both releases.
 
     Exit 0: every release traced; 2: bad input, or a release could not be traced."""
+    from routescope import api
     from routescope.analysis.phases.frameworks import load_framework
+    from routescope.intake import load_spec
     from routescope.render import timeline as render
+    from routescope.source.cache import sort_versions
     from routescope.source.versions import list_versions
     from routescope.timeline import build_timeline, releases_between
 

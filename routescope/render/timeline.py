@@ -15,10 +15,12 @@ def _answer(g: dict[str, Any]) -> str:
     if g["status"] == "error":
         return f"error: {g.get('error', '')}"
     router = ", ".join(f"{k}={v}" for k, v in g["router"].items())
-    text = f"{g['status']}: {g['sink']}" + (f" ({router})" if router else "")
-    if g["blockers"]:
-        text += f"; BLOCKED: {', '.join(b.rsplit('.', 1)[-1] for b in g['blockers'])}"
-    return text
+    shown = f"{g['sink']}" + (f" ({router})" if router else "")
+    # a kernel by its short name; a step that raises as it is said ("ValueError in ...")
+    stops = ", ".join(b if " " in b else b.rsplit(".", 1)[-1] for b in g["blockers"])
+    if g["status"] == "blocked":  # what stops it first; the path past it is what would follow
+        return f"blocked: {stops}; past it: {shown}"
+    return f"{g['status']}: {shown}" + (f"; BLOCKED: {stops}" if stops else "")
 
 
 def _decision(d: dict[str, Any]) -> str:

@@ -40,17 +40,16 @@ def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, 
             index = open_index(dep["source"])
         except RoutescopeError as exc:
             return {**base, "why": f"framework source not readable: {exc.message}"}
+    if disp["status"] == "blocked":  # nothing runs decode until what stops it is changed
+        stop = disp["stops"][0]
+        why = (
+            f"the deployment stops in {stop['step']} ({stop['exception']} at {stop['file']}:"
+            f"{stop['line']}): no decode path runs; judge OEA on the deployment its way out gives"
+        )
+        return {**base, "insertable": False, "why": why}
     assessed = [assess(doc, p, index, rules, fw) for p in disp["paths"]]
     if disp["status"] == "selected":
         return {**base, **assessed[0], "path": 0}
-    if disp["status"] == "blocked":  # nothing runs decode until what stops it is changed
-        stop = (disp.get("stops") or [{}])[0]
-        why = (
-            f"the deployment stops in {stop.get('step', 'set-up')} "
-            f"({stop.get('exception', 'an exception')} at {stop.get('file')}:{stop.get('line')}):"
-            " no decode path runs; the path past it is shown for what would follow"
-        )
-        return {**base, "insertable": False, "why": why, "paths": assessed}
     word = "forked" if disp["status"] == "forked" else "unknown"
     verdicts = sorted({str(a["insertable"]).lower() for a in assessed})
     why = (

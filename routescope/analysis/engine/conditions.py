@@ -91,7 +91,9 @@ class ConditionsMixin(EngineBase):
 
     def make_decision(self, st: PathState, test: ast.expr, t: bool | None, v: Value) -> Decision:
         parts: list[Part] = []
-        if isinstance(test, ast.BoolOp):
+        # which and/or operand decided, by re-evaluating each: only where decisions are read
+        # one by one (set-up code evaluated for its result, not its guards, skips the cost)
+        if isinstance(test, ast.BoolOp) and self.record_inputs:
             for operand in test.values:
                 pv = self.peek(st, operand)
                 pt = truth_in(st, pv) if pv is not None else None

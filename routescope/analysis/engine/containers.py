@@ -104,6 +104,20 @@ class Entries:
         items[k] = (first[0] if first is not None else key, value)  # Python keeps the first key
         return Entries(items, self.rest)
 
+    def with_items(self, pairs: Iterable[tuple[Value, Value]]) -> Entries:
+        """`with_item` of each pair in order, in one pass (a set or dict built from n items
+        costs n writes, not n copies)."""
+        items, rest = dict(self.items), self.rest
+        for key, value in pairs:
+            k = key_of(key)
+            if k is UNTOLD or k is UNHASHABLE:
+                e = Entries(items, rest).with_item(key, value)
+                items, rest = dict(e.items), e.rest
+                continue
+            first = items.get(k)
+            items[k] = (first[0] if first is not None else key, value)
+        return Entries(items, rest)
+
     def without(self, key: Hashable) -> Entries:
         items = dict(self.items)
         items.pop(key, None)
@@ -284,10 +298,7 @@ def new_tuple(items: Iterable[Value], origins: tuple[str, ...] = ()) -> Value:
 
 
 def new_dict(pairs: Iterable[tuple[Value, Value]], rest: Unknown | None = None) -> DictVal:
-    entries = Entries({}, rest)
-    for k, v in pairs:
-        entries = entries.with_item(k, v)
-    return DictVal(entries)
+    return DictVal(Entries({}, rest).with_items(pairs))
 
 
 def str_dict(items: dict[str, Value]) -> DictVal:
@@ -297,12 +308,10 @@ def str_dict(items: dict[str, Value]) -> DictVal:
 
 def new_set(members: Iterable[Value]) -> Value:
     """A set of these members; Unknown when Python raises (an unhashable member)."""
-    entries = Entries({})
-    for m in members:
-        if key_of(m) is UNHASHABLE:
-            return raises("TypeError", "a set of unhashable members")
-        entries = entries.with_item(m, m)
-    return SetVal(entries)
+    ms = list(members)
+    if any(key_of(m) is UNHASHABLE for m in ms):
+        return raises("TypeError", "a set of unhashable members")
+    return SetVal(Entries({}).with_items((m, m) for m in ms))
 
 
 def from_python(value: Any, origins: tuple[str, ...] = ()) -> Value:

@@ -353,10 +353,7 @@ def _as_set(st: PathState, v: Value) -> Value:
     items = iteration(v, st)
     if items is None:
         return SetVal(Entries({}, _unknown("a set of unknown members")))
-    e = Entries({})
-    for i in items:
-        e = e.with_item(i, i)
-    return SetVal(e)
+    return SetVal(Entries({}).with_items((i, i) for i in items))
 
 
 # --- objects that are not containers -----------------------------------------------------------

@@ -57,10 +57,8 @@ def _as_members(st: PathState, v: Value) -> Entries | None:
     if isinstance(v, SetVal):
         return entries(st, v)
     if isinstance(v, Const) and isinstance(v.value, (set, frozenset)):
-        e = Entries({})
-        for x in ordered(v.value):
-            e = e.with_item(Const(x, v.origins), Const(x, v.origins))
-        return e
+        members = [Const(x, v.origins) for x in ordered(v.value)]
+        return Entries({}).with_items((m, m) for m in members)
     if isinstance(v, DictVal):  # dict.keys() views take part in set algebra
         e = entries(st, v)
         return Entries({k: (kv, kv) for k, (kv, _) in e.items.items()}, e.rest)
@@ -202,12 +200,9 @@ def _dict_of(st: PathState, arg: Value, kwargs: dict[str, Value]) -> Value | Non
         pairs = iteration(arg, st)
         if pairs is None:
             return None
-        e = Entries({})
-        for pair in pairs:
-            kv = seq_items(st, pair)
-            if kv is None or len(kv) != 2:
-                return None
-            e = e.with_item(kv[0], kv[1])
-    for k, v in kwargs.items():
-        e = e.with_item(Const(k), v)
+        kvs = [seq_items(st, pair) for pair in pairs]
+        if any(kv is None or len(kv) != 2 for kv in kvs):
+            return None
+        e = Entries({}).with_items((kv[0], kv[1]) for kv in kvs if kv is not None)
+    e = e.with_items((Const(k), v) for k, v in kwargs.items())
     return DictVal(Entries(dict(e.items), e.rest))
