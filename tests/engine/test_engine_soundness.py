@@ -653,3 +653,28 @@ def test_an_object_made_on_each_path_is_one_object_after_a_join(tmp_path: Path) 
     engine = Engine(make_tree(tmp_path, {"main.py": src}), Facts(), budget)
     paths = trace_call(engine, resolve_entry(engine, "fw.main:main"), [], {})
     assert set(returned(paths)) == {(True, 6, True)}
+
+
+def test_a_builtin_raise_on_decided_values_names_python_s_exception(tmp_path: Path) -> None:
+    """What Python raises from a builtin operation on known values is certain (a blocker may
+    rest on it), so its class must be Python's: an unhashable key is a TypeError before any
+    lookup, not a KeyError; a missing key a KeyError naming the key."""
+    from routescope.analysis.engine.values import PythonRaise
+
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        def main(which):
+            table = {"a": 1}
+            if which:
+                return table[["a"]]
+            return table["b"]
+    """
+        },
+        Unknown("which", kind=UnknownKind.INPUT),
+    )
+    raised = sorted((p.value.name, p.value.message) for p in paths
+                    if isinstance(p.value, PythonRaise))  # fmt: skip
+    assert [name for name, _ in raised] == ["KeyError", "TypeError"]
+    assert "'b'" in raised[0][1]

@@ -10,12 +10,14 @@ from typing import Any
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.containers import (
+    UNHASHABLE,
     DictVal,
     Entries,
     ListVal,
     SetVal,
     TupleVal,
     from_python,
+    key_of,
     new_set,
     new_tuple,
 )
@@ -45,6 +47,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    describe,
     may_raise,
     merge_origins,
     raises,
@@ -274,9 +277,11 @@ class ExprMixin(EngineBase):
 
     def subscript(self, st: PathState, obj: Value, idx: Value) -> Value:
         if isinstance(obj, DictVal):
+            if key_of(idx) is UNHASHABLE:  # Python refuses the key before looking
+                return raises("TypeError", f"unhashable dict key {describe(idx)}")
             got = dict_get(st, obj, idx)
             if got is None:
-                return raises("KeyError", "a dict lookup of a missing key")
+                return raises("KeyError", f"a dict lookup of a missing key {describe(idx)}")
             if isinstance(got, Unknown) and not self._surely_in(st, obj, idx):
                 # the key may be missing; where it is there, a key a comprehension perhaps
                 # kept holds its item
