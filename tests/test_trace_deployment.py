@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -363,3 +364,67 @@ def test_report_takes_the_deployment_options_inspect_takes(tmp_path: object) -> 
     assert "disable_shared_experts_fusion" in text
     argv[-3:-2] = ["moe_runner_backend=warp"]
     assert main(argv) == 2  # checked against the release's declared choices, as inspect does
+
+
+def test_server_arguments_rebuilt_alike_on_every_path_settle_to_that_value(
+    tmp_path: Path,
+) -> None:
+    """Found on sglang 0.5.15 / SM100 (server_args.py:3840-3842): after a fork __post_init__
+    rebuilds its declaration stash on each path, with the same entries. Settling compared the
+    fields by identity, so the stash became unknown, shared-expert fusion (read from it) was
+    built both ways and GLM-5 and DeepSeek-V3 forked; joined with the engine's join, the stash
+    is that list, and only what really differs (`other`) is undecided."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.engine.values import ClassVal, Const, Instance, Unknown
+    from routescope.analysis.phases.setup import settle
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+    import os
+    from dataclasses import dataclass
+
+    def collect(model):
+        return [("family", {"page_size": 64})]
+
+    @dataclass
+    class Args:
+        model: str = "m"
+        disable_fusion: bool = False
+
+        def __post_init__(self):
+            self.stash = []
+            if os.environ.get("FW_X"):
+                self.other = 1
+            else:
+                self.other = 2
+            self.stash = collect(self.model)
+            self.stash.append(("fusion", {"disable_fusion": True}))
+
+    def flag(args):
+        out = args.disable_fusion
+        for _src, decl in args.stash:
+            if "disable_fusion" in decl:
+                out = decl["disable_fusion"]
+        return out
+    """
+    engine = Engine(make_tree(tmp_path, {"args.py": src}), Facts())
+    cls = resolve_entry(engine, "fw.args:Args")
+    assert isinstance(cls, ClassVal)
+    inst = Instance(cls, {}, "server_args")
+    engine.dataclass_init(cls, inst, [], {})
+    post_init = cls.lookup("__post_init__")
+    outs = engine.call(PathState(envs=[{}]), post_init.bind(inst), [], {}, None)  # type: ignore[union-attr]
+    states = [s for s, *_ in outs]
+    assert len(states) == 2  # FW_X is not given: both ways
+    engine.commit_all(states, inst)
+    notes: list[str] = []
+    settle(inst, states, notes, "__post_init__")
+    assert notes == ["__post_init__: undecided for other"]
+    assert isinstance(inst.fields["other"], Unknown)
+    flag = resolve_entry(engine, "fw.args:flag")
+    got = engine.call(PathState(envs=[{}]), flag, [inst], {}, None)
+    values = {o[-1].value if isinstance(o[-1], Const) else None for o in got}
+    assert values == {True}

@@ -7,7 +7,8 @@ from typing import Any
 
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.join import agree
+from routescope.analysis.engine.join import JOIN_DEPTH, join_fields
+from routescope.analysis.engine.joinscope import joining
 from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -317,22 +318,18 @@ def _serving(engine: Engine, what: str,
 
 
 def settle(inst: Instance, states: list[PathState], notes: list[str], step: str) -> Instance:
-    """Server arguments after a step that may have forked: fields every path agrees on keep
-    their value, the others become Unknown naming the step (never one path's guess)."""
+    """Server arguments after a step that may have forked, joined with the engine's one join:
+    a field every path agrees on keeps its value, a container each path built holds its items
+    joined (a declaration stash rebuilt on each of four paths with the same entries is that
+    list, not an unknown), anything else becomes Unknown naming the step (never one path's
+    guess)."""
     views = [s.fields(inst) for s in states] or [inst.fields]
-    merged: dict[str, Value] = {}
-    for key in dict.fromkeys(k for v in views for k in v):
-        vals = [v.get(key) for v in views]
-        first = vals[0]
-        same = all(agree(v, first) for v in vals)
-        merged[key] = (
-            first
-            if same and first is not None
-            else Unknown(
-                f"depends on conditions in {step} the facts do not decide (server argument {key})",
-                kind=UnknownKind.JOINED,
-            )
-        )
+    why = f"depends on conditions in {step} the facts do not decide"
+    with joining():
+        merged = join_fields(views, states or [PathState(envs=[{}])], why, JOIN_DEPTH)
+    for key, value in merged.items():  # a field that is unknown names itself
+        if isinstance(value, Unknown) and value.kind is UnknownKind.JOINED and value.reason == why:
+            merged[key] = Unknown(f"{why} (server argument {key})", kind=UnknownKind.JOINED)
     changed = [
         k
         for k in merged
