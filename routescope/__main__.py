@@ -1,3 +1,3 @@
-from routescope.cli import main
+from routescope.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -40,9 +40,9 @@ def run_check(
             atomic_write_text(lock_path, render_lock(policy.framework, entries))
             written = True
         else:
-            notes.append(f"{lock_path.name} not written: not every path is decided")
+            notes.append(f"{lock_path.name} not written: not every cell has one selected path")
         for cell in cells:
-            note = None if decided else "not written: not every path is decided"
+            note = None if decided else "not written: not every cell has one selected path"
             findings += evaluate_cell(policy, cell, None, note)
         return CheckResult(policy, lock_path, tuple(cells), tuple(findings), tuple(notes), written)
     lock = None

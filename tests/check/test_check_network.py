@@ -223,16 +223,18 @@ def test_a_deployment_that_does_not_start_never_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """DeepSeek-V3 bf16 on 0.5.4: building the model raises (deepseek_v2.py:2902 asks a
-    quantization config of None for its name), so the server never starts: no path is
-    selected, the lock is not written (exit 2), and a required selected path fails (exit 1)."""
+    quantization config of None for its name), so the server never starts: the answer is
+    decided (blocked), no path is selected, the lock is not written, and the gate fails (exit
+    1) on the blocker whether or not a selected path is required, naming the way out."""
     text = policy_text([DSV3], "sglang==0.5.4", ["sm120"], "require_selected_path = false\n")
     path = write_policy(tmp_path, text)
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
-    assert code == ExitCode.ERROR, out
+    assert code == ExitCode.CHECK_FAILED, out
     assert "routescope.lock not written" in out and not (tmp_path / "routescope.lock").exists()
+    assert "way out: --set disable_shared_experts_fusion=true" in out
     path.write_text(text.replace("false", "true"))
     code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
-    assert code == ExitCode.CHECK_FAILED and "decode path not decided (status" in out
+    assert code == ExitCode.CHECK_FAILED and "the deployment stops before decode" in out
     assert "deepseek_v2.py:2902" in out
 
 

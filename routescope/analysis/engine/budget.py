@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
+from collections.abc import Iterator
 
 
 class BudgetExceeded(Exception):
@@ -45,3 +48,35 @@ class Budget:
 
     def pop(self) -> None:
         self.local.pop()
+
+
+# young objects before a collection, and collections before an older generation's
+GC_THRESHOLDS = (200_000, 10, 1000)
+_SHORT_LIVED = [False]  # set by a process that exits after a few traces (the CLI)
+
+
+def short_lived_process() -> None:
+    """For a process that runs a few traces and exits (a CLI command, its workers): collect
+    rarely for the whole process, and let each trace freeze what exists when it starts (the
+    imported libraries, torch and transformers among them, and the modules parsed so far) out
+    of the collector's reach; a long-lived process (a test run, a service) keeps only the
+    thresholds around each trace, since frozen objects are never freed."""
+    gc.set_threshold(*GC_THRESHOLDS)
+    _SHORT_LIVED[0] = True
+
+
+@contextlib.contextmanager
+def few_collections() -> Iterator[None]:
+    """Run a trace with the cyclic garbage collector triggered far less often: a trace makes
+    millions of short-lived values over a heap of parsed modules and imported libraries, and
+    the default thresholds spent 20-25% of the largest traces measured (1.9-3.4 s)
+    rescanning it; peak memory is the same with the collector off (219 MB: a trace leaves
+    almost no cyclic garbage). The thresholds are restored after."""
+    if _SHORT_LIVED[0]:
+        gc.freeze()
+    before = gc.get_threshold()
+    gc.set_threshold(*(max(b, t) for b, t in zip(before, GC_THRESHOLDS, strict=True)))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)

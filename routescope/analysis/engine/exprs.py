@@ -56,24 +56,25 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.library.records import ANNOTATED
 from routescope.analysis.library.typing import annotated
 
+_UNSEEN: Any = object()
+# (engine class, node type) -> the unbound ev_* method, or None for a construct not evaluated
+_EVALUATORS: dict[tuple[type, type], Any] = {}
+
 
 class ExprMixin(EngineBase):
     def ev(self, st: PathState, node: ast.expr) -> Paths:
         self.budget.check_time()
-        method = getattr(self, f"ev_{type(node).__name__}", None)
+        key = (type(self), type(node))
+        method = _EVALUATORS.get(key, _UNSEEN)
+        if method is _UNSEEN:  # the evaluator of this node type, looked up once per class
+            method = _EVALUATORS[key] = getattr(type(self), f"ev_{type(node).__name__}", None)
         if method is None:
-            return [
-                (
-                    st,
-                    Unknown(
-                        f"unsupported expression {type(node).__name__}",
-                        kind=UnknownKind.UNSUPPORTED,
-                    ),
-                )
-            ]
-        result: Paths = method(st, node)
-        if any(isinstance(v, Unknown) and v.exc is not None for _, v in result):
-            result = self._raising(node, result)
+            why = f"unsupported expression {type(node).__name__}"
+            return [(st, Unknown(why, kind=UnknownKind.UNSUPPORTED))]
+        result: Paths = method(self, st, node)
+        for _, v in result:
+            if isinstance(v, Unknown) and v.exc is not None:
+                return self._raising(node, result)
         return result
 
     def _raising(self, node: ast.expr, result: Paths) -> Paths:

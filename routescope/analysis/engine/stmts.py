@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import cast
+from typing import Any, cast
 
 from routescope.analysis.engine.base import EngineBase, Outcome
 from routescope.analysis.engine.budget import BudgetExceeded
@@ -25,6 +25,11 @@ from routescope.analysis.engine.values import (
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 HANDLED_KEY = "\x00handled"  # env slot: the exception the running handler handles
+
+
+_UNSEEN: Any = object()
+# (engine class, statement type) -> the unbound ex_* method, or None for one with no effect
+_EXECUTORS: dict[tuple[type, type], Any] = {}
 
 
 class StmtMixin(EngineBase):
@@ -59,10 +64,13 @@ class StmtMixin(EngineBase):
 
     def exec_stmt(self, st: PathState, node: ast.stmt) -> list[Outcome]:
         self.budget.check_time()
-        method = getattr(self, f"ex_{type(node).__name__}", None)
+        key = (type(self), type(node))
+        method = _EXECUTORS.get(key, _UNSEEN)
+        if method is _UNSEEN:  # the executor of this statement type, looked up once per class
+            method = _EXECUTORS[key] = getattr(type(self), f"ex_{type(node).__name__}", None)
         if method is None:
             return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track
-        result: list[Outcome] = method(st, node)
+        result: list[Outcome] = method(self, st, node)
         return [
             raised_outcome(s)
             if s.raising is not None

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from routescope.analysis.engine.budget import Budget
+from routescope.analysis.engine.budget import Budget, few_collections
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Assumption
 from routescope.analysis.engine.state import Decision
@@ -115,6 +115,18 @@ def trace_dispatch(
     origin: str,
 ) -> Dispatch:
     """Build the model's MoE block with the framework's code and trace its router's forward."""
+    with few_collections():
+        return _trace_dispatch(index, rules, spec, dep, version, origin)
+
+
+def _trace_dispatch(
+    index: Index,
+    rules: FrameworkRules,
+    spec: RoutingSpec,
+    dep: Deployment,
+    version: str | None,
+    origin: str,
+) -> Dispatch:
     start = time.monotonic()
     notes = Notes()
     facts = build_facts(rules, dep.gpu, dep.env, dep.packages)
