@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -54,3 +55,26 @@ def test_same_trace_under_every_hash_seed(tmp_path: Path) -> None:
         )  # fmt: skip
         seen.add(out.stdout.strip())
     assert seen == {"cuda_kernel"}
+
+
+def test_a_trace_collects_garbage_rarely_and_restores_the_thresholds() -> None:
+    """few_collections raises the collector's thresholds for the call it wraps (a trace made
+    millions of short-lived values, and rescanning spent 20-25% of it) and puts the caller's
+    back after, also when the call raises; a library caller's process keeps its own."""
+    import gc
+
+    from routescope.analysis.engine.budget import GC_THRESHOLDS, few_collections
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+
+    @few_collections()
+    def traced(fail: bool) -> None:
+        seen.append(gc.get_threshold())
+        if fail:
+            raise ValueError("a trace that raises")
+
+    traced(False)
+    with contextlib.suppress(ValueError):
+        traced(True)
+    assert seen == [GC_THRESHOLDS, GC_THRESHOLDS] and gc.get_threshold() == before

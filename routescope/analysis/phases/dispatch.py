@@ -106,6 +106,7 @@ def uncovered(rules: FrameworkRules, version: str | None) -> str:
     )
 
 
+@few_collections()  # (each call its own: a context manager made by contextmanager decorates)
 def trace_dispatch(
     index: Index,
     rules: FrameworkRules,
@@ -115,18 +116,6 @@ def trace_dispatch(
     origin: str,
 ) -> Dispatch:
     """Build the model's MoE block with the framework's code and trace its router's forward."""
-    with few_collections():
-        return _trace_dispatch(index, rules, spec, dep, version, origin)
-
-
-def _trace_dispatch(
-    index: Index,
-    rules: FrameworkRules,
-    spec: RoutingSpec,
-    dep: Deployment,
-    version: str | None,
-    origin: str,
-) -> Dispatch:
     start = time.monotonic()
     notes = Notes()
     facts = build_facts(rules, dep.gpu, dep.env, dep.packages)
