@@ -273,6 +273,9 @@ def test_terminal_summary_shows_the_blocker_and_way_out_in_80_columns() -> None:
 def test_markdown_has_a_blockers_section() -> None:
     md = render(_blocked_doc())
     assert "## Blockers" in md and "- **Blocked:**" in md
+    # what stops the deployment is read right after its status, before the kernel and verdict
+    at = [md.index(f"- **{head}:**") for head in ("Dispatch", "Blocked", "Routing kernel")]
+    assert at == sorted(at)
     assert "- **Way out:** `--quant modelopt_fp4`" in md
     assert "`flashinfer/jit/trtllm_gen_metainfo.py:4 (flashinfer-python==0.7.2)`" in md
 

@@ -58,6 +58,10 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         disp, v = doc["dispatch"], doc.get("verdict")
         out.append(f"- **Deployment:** {deployment_line(doc)}")
         out.append(f"- **Dispatch:** {disp['status']} ({len(disp['paths'])} path(s))")
+        for b in doc.get("blockers") or []:  # what stops it, first
+            way = (b.get("way_out") or {}).get("flags")
+            out.append(f"- **Blocked:** {cell(b['what'])}"
+                       + (f"; way out: {code(' '.join(way))}" if way else ""))  # fmt: skip
         if disp["block_class"]:
             out.append(f"- **Router built by:** {code(disp['block_class'])}")
         changed = server_args_set(disp)
@@ -71,10 +75,6 @@ def _summary(doc: dict[str, Any]) -> list[str]:
                        + (f", given {cell(given)}" if given else ""))  # fmt: skip
         if v is not None:
             out.append(f"- **OEA:** {verdict_word(v)}: {v['why']}")
-        for b in doc.get("blockers") or []:
-            way = (b.get("way_out") or {}).get("flags")
-            out.append(f"- **Blocked:** {cell(b['what'])}"
-                       + (f"; way out: {code(' '.join(way))}" if way else ""))  # fmt: skip
     return out
 
 
