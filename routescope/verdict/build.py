@@ -44,7 +44,7 @@ def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, 
         stop = disp["stops"][0]
         why = (
             f"the deployment stops in {stop['step']} ({stop['exception']} at {stop['file']}:"
-            f"{stop['line']}): no decode path runs; judge OEA on the deployment its way out gives"
+            f"{stop['line']}): no decode path runs until what stops it changes (see the blocker)"
         )
         return {**base, "insertable": False, "why": why}
     assessed = [assess(doc, p, index, rules, fw) for p in disp["paths"]]
