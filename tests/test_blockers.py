@@ -270,6 +270,43 @@ def test_terminal_summary_shows_the_blocker_and_way_out_in_80_columns() -> None:
     assert "BLOCKED" in brief(_blocked_doc())
 
 
+def test_a_deployment_that_stops_reads_blocked_first_then_what_lies_past_it() -> None:
+    """status blocked: what stops it comes right after the deployment, with the line that
+    raised and the way out; the path the trace shows past the raise is labelled as such, in
+    the terminal, the one-line form and the markdown."""
+    doc = _doc("sm120")
+    doc["dispatch"]["status"] = "blocked"
+    doc["dispatch"]["paths"][0]["selected"] = False
+    stop = {
+        "step": "the model loader m:load",
+        "file": "fw/models/m.py",
+        "line": 2902,
+        "function": "m:M.fusion",
+        "exception": "AttributeError",
+        "message": "NoneType has no attribute get_name",
+        "implicit": True,
+        "statement": 'elif self.quant_config.get_name() == "w4afp8":',
+        "guard": None,
+    }
+    doc["dispatch"]["stops"] = [stop]
+    doc["blockers"] = [stop_blocker(stop, "sglang 0.5.4")]
+    doc["blockers"][0]["way_out"] = {
+        "flags": ["--set disable_shared_experts_fusion=true"], "tried": [], "experts": [],
+        "sink": doc["dispatch"]["paths"][0]["sink"], "router": {},
+    }  # fmt: skip
+    lines = [t.plain for t in summary(doc, width=100)]
+    assert lines[1].startswith("BLOCKED: sglang 0.5.4 stops in the model loader m:load: "
+                               "AttributeError: NoneType has no attribute get_name")  # fmt: skip
+    assert 'at models/m.py:2902 in `elif self.quant_config.get_name() == "w4afp8":`' in lines[2]
+    assert lines[3].startswith("  way out: --set disable_shared_experts_fusion=true")
+    assert lines[4].startswith("past it: sglang.kernels.ops.moe.moe_fused_gate")
+    assert any(line.startswith("router (past it): top_k=9") for line in lines)
+    assert "blocked: sglang.kernels.ops.moe.moe_fused_gate" in brief(doc)
+    md = render(doc)
+    assert "The deployment stops before decode (see Blockers)" in md
+    assert "raises AttributeError in 'elif self.quant_config.get_name()" in md
+
+
 def test_markdown_has_a_blockers_section() -> None:
     md = render(_blocked_doc())
     assert "## Blockers" in md and "- **Blocked:**" in md

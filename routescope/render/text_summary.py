@@ -88,7 +88,8 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
     shown = [f"{k}={_cut(_enum_name(router[k]['repr']), 24)}"
              for k in ("top_k", "output_format", "runner_backend") if k in router]  # fmt: skip
     if shown:
-        out.append(Text("router: " + ", ".join(shown)))
+        past = " (past it)" if status == "blocked" else ""  # the deployment never gets there
+        out.append(Text(f"router{past}: " + ", ".join(shown)))
     stops = any(b["kind"] == "raises" for b in doc.get("blockers") or [])
     if disp["incomplete"] and not stops:  # a step that raised everywhere is a blocker below
         out.append(Text(_cut(f"did not finish: {disp['incomplete'][0]}", 3 * width),
