@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from routescope.analysis.engine.values import Value
+from routescope.analysis.engine.values import Const, Value
 
 # What computes a top-k, by how it is built: a compiled extension's kernel (an op of a C/CUDA
 # extension, a CUDA module compiled or loaded at run time), a triton.jit kernel, a function
@@ -120,6 +120,8 @@ class Facts:
     checkpoint: Checkpoint | None = None
     source: str = "the rules"  # the rule file these facts come from
     given_packages: frozenset[str] = frozenset()  # the user's --package entries
+    # an optional package's version on the target: import name -> (version, where it is said)
+    versions: dict[str, tuple[str, str]] = field(default_factory=dict)
     # the facts read so far, by (kind, name): what the answers rest on
     used: dict[tuple[str, str], Assumption] = field(default_factory=dict)
 
@@ -134,7 +136,13 @@ class Facts:
         return got
 
     def attribute_fact(self, name: str) -> Value | None:
-        """A platform attribute's value on the target (rules' platform.attributes)."""
+        """A platform attribute's value on the target (rules' platform.attributes), or an
+        importable package's `__version__` (the version the framework pins)."""
+        top, _, attr = name.partition(".")
+        if attr == "__version__" and top in self.versions and self.packages.get(top) is not False:
+            version, said = self.versions[top]
+            self.assume("package", f"{top}.__version__", version, said)
+            return Const(version, (said,))
         got = self.attributes.get(name)
         if got is not None:
             self.assume("platform", name, _shown(got), f"{self.source} platform.attributes")

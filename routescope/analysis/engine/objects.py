@@ -40,7 +40,11 @@ from routescope.analysis.library.builtins import (
 )
 
 # every name Python's builtins module binds (an unknown builtin's result is opaque)
-_BUILTINS = builtin_names() | {n for n in dir(builtins) if not n.startswith("_")} | {"__name__"}
+_BUILTINS = (
+    builtin_names()
+    | {n for n in dir(builtins) if not n.startswith("_")}
+    | {"__name__", "__import__"}
+)
 
 
 MODULE_BASES = records.MODULE_BASES

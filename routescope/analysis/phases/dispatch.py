@@ -33,7 +33,7 @@ from routescope.analysis.phases.checkpoint import checkpoint_of, config_instance
 from routescope.analysis.phases.consumer import into_consumer
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
-from routescope.analysis.phases.frameworks import FrameworkRules, build_facts
+from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, pinned_versions
 from routescope.analysis.phases.loader import (
     build_quant_config,
     reported_args,
@@ -119,6 +119,7 @@ def trace_dispatch(
     start = time.monotonic()
     notes = Notes()
     facts = build_facts(rules, dep.gpu, dep.env, dep.packages)
+    facts.versions = pinned_versions(rules, index.tree)
     config = config_instance(spec)
     # what summaries may name: the checkpoint's config and the device, as routescope read them
     facts.checkpoint = checkpoint_of(spec)

@@ -103,3 +103,22 @@ def build_facts(
         source=str(rules.path),
         given_packages=frozenset(packages or {}),
     )
+
+
+def pinned_versions(rules: FrameworkRules, tree: Any) -> dict[str, tuple[str, str]]:
+    """Each optional package's version as the release pins it in its METADATA (Requires-Dist
+    `dist==V`, the rules' `package_distributions` naming the distribution): what the trace
+    takes `package.__version__` to be. A loose pin, or a tree without METADATA, says nothing."""
+    dists: dict[str, str] = rules.data.get("package_distributions", {})
+    if not dists:
+        return {}
+    try:
+        meta = tree.metadata()
+    except (RoutescopeError, OSError, AttributeError, KeyError, ValueError):
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for package, dist in dists.items():
+        version = meta.pinned(dist)
+        if version:
+            out[package] = (version, f"{dist}=={version}, pinned by {meta.name} {meta.version}")
+    return out

@@ -1,0 +1,58 @@
+"""Installed packages as the framework's code asks about them: `__import__(name)` and the
+versions `packaging.version` parses. A package's `__version__` is a fact (Facts.versions: the
+version the release pins), read where the module's attribute is looked up."""
+
+from __future__ import annotations
+
+import ast
+
+from packaging.version import InvalidVersion, Version
+
+from routescope.analysis.engine.base import EngineBase
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import Const, Value, raises
+from routescope.analysis.library.registry import Paths, models, one
+
+
+@models("__import__")
+def _dunder_import(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """`__import__("a.b")` gives the top-level module `a`, as `import a.b` binds it."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Const):
+        return None
+    target = args[0].value
+    if not isinstance(target, str) or not target or target[:1] == ".":
+        return None
+    mod = eng.import_module(target.split(".")[0])
+    failure = getattr(mod, "exc", None)
+    if failure is not None:  # the facts say the package is absent: ImportError here
+        return eng.returned(st, [(st, "raise", failure)], f"import of {target} fails")
+    return one(st, eng.resolved(mod))
+
+
+@models("packaging.version.parse", "packaging.version.Version")
+def _version(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """A version string parsed as packaging parses it: a constant that compares as a Version
+    (an invalid one raises InvalidVersion, as packaging does)."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Const):
+        return None
+    text = args[0].value
+    if not isinstance(text, str):
+        return None
+    try:
+        return one(st, Const(Version(text), args[0].origins))
+    except InvalidVersion:
+        return one(st, raises("InvalidVersion", f"invalid version {text!r}"))
