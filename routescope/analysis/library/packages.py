@@ -1,6 +1,6 @@
-"""Installed packages as the framework's code asks about them: `__import__(name)` and the
-versions `packaging.version` parses. A package's `__version__` is a fact (Facts.versions: the
-version the release pins), read where the module's attribute is looked up."""
+"""Package versions as the framework's code compares them: what `packaging.version` parses. A
+package's `__version__` is a fact (Facts.versions: the version the release pins), read where
+the module's attribute is looked up; `__import__` is modelled with importlib's import_module."""
 
 from __future__ import annotations
 
@@ -12,28 +12,6 @@ from routescope.analysis.engine.base import EngineBase
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import Const, Value, raises
 from routescope.analysis.library.registry import Paths, models, one
-
-
-@models("__import__")
-def _dunder_import(
-    eng: EngineBase,
-    st: PathState,
-    name: str,
-    args: list[Value],
-    kwargs: dict[str, Value],
-    node: ast.AST | None,
-) -> Paths | None:
-    """`__import__("a.b")` gives the top-level module `a`, as `import a.b` binds it."""
-    if len(args) != 1 or kwargs or not isinstance(args[0], Const):
-        return None
-    target = args[0].value
-    if not isinstance(target, str) or not target or target[:1] == ".":
-        return None
-    mod = eng.import_module(target.split(".")[0])
-    failure = getattr(mod, "exc", None)
-    if failure is not None:  # the facts say the package is absent: ImportError here
-        return eng.returned(st, [(st, "raise", failure)], f"import of {target} fails")
-    return one(st, eng.resolved(mod))
 
 
 @models("packaging.version.parse", "packaging.version.Version")

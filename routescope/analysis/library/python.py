@@ -301,7 +301,7 @@ def _find_spec(
     return None
 
 
-@models("importlib.import_module")
+@models("importlib.import_module", "__import__")
 def _import_module(
     eng: EngineBase,
     st: PathState,
@@ -311,8 +311,13 @@ def _import_module(
     node: ast.AST | None,
 ) -> Paths | None:
     target = args[0].value if len(args) == 1 and isinstance(args[0], Const) else None
-    if not isinstance(target, str) or target[:1] == ".":
+    if not isinstance(target, str) or not target or target[:1] == ".":
         return None
+    # __import__("a.b") gives the top-level module a, as `import a.b` binds it
+    return _imported(eng, st, target.split(".")[0] if name == "__import__" else target)
+
+
+def _imported(eng: EngineBase, st: PathState, target: str) -> Paths:
     mod = eng.import_module(target)
     failure = getattr(mod, "exc", None)
     if failure is not None:  # the facts say the package is absent: ImportError here
