@@ -21,6 +21,21 @@ from routescope.analysis.engine.values import (
 
 JOIN_THRESHOLD = 4  # a call whose paths outnumber this and agree on the kernels is joined
 
+_UNSEEN: Any = object()
+# (engine class, "ev_"/"ex_", node type) -> the unbound method, or None for a node it lacks
+_HANDLERS: dict[tuple[type, str, type], Any] = {}
+
+
+def handler(engine: object, prefix: str, node: ast.AST) -> Any:
+    """The engine's method for a node (`ev_Name`, `ex_If`), looked up once per class and node
+    type (a formatted getattr on every evaluation step was a measurable part of a trace)."""
+    key = (type(engine), prefix, type(node))
+    found = _HANDLERS.get(key, _UNSEEN)
+    if found is _UNSEEN:
+        found = _HANDLERS[key] = getattr(type(engine), prefix + type(node).__name__, None)
+    return found
+
+
 Paths = list[tuple[PathState, Value]]
 # (path, how the block ended, the value returned or raised)
 Outcome = tuple[PathState, str, Value | None]

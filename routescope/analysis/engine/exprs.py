@@ -8,7 +8,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from routescope.analysis.engine.base import EngineBase, Paths
+from routescope.analysis.engine.base import EngineBase, Paths, handler
 from routescope.analysis.engine.containers import (
     UNHASHABLE,
     DictVal,
@@ -56,18 +56,11 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.library.records import ANNOTATED
 from routescope.analysis.library.typing import annotated
 
-_UNSEEN: Any = object()
-# (engine class, node type) -> the unbound ev_* method, or None for a construct not evaluated
-_EVALUATORS: dict[tuple[type, type], Any] = {}
-
 
 class ExprMixin(EngineBase):
     def ev(self, st: PathState, node: ast.expr) -> Paths:
         self.budget.check_time()
-        key = (type(self), type(node))
-        method = _EVALUATORS.get(key, _UNSEEN)
-        if method is _UNSEEN:  # the evaluator of this node type, looked up once per class
-            method = _EVALUATORS[key] = getattr(type(self), f"ev_{type(node).__name__}", None)
+        method = handler(self, "ev_", node)
         if method is None:
             why = f"unsupported expression {type(node).__name__}"
             return [(st, Unknown(why, kind=UnknownKind.UNSUPPORTED))]

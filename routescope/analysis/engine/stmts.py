@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, cast
+from typing import cast
 
-from routescope.analysis.engine.base import EngineBase, Outcome
+from routescope.analysis.engine.base import EngineBase, Outcome, handler
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
 from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items, truth_in
@@ -25,11 +25,6 @@ from routescope.analysis.engine.values import (
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 HANDLED_KEY = "\x00handled"  # env slot: the exception the running handler handles
-
-
-_UNSEEN: Any = object()
-# (engine class, statement type) -> the unbound ex_* method, or None for one with no effect
-_EXECUTORS: dict[tuple[type, type], Any] = {}
 
 
 class StmtMixin(EngineBase):
@@ -64,10 +59,7 @@ class StmtMixin(EngineBase):
 
     def exec_stmt(self, st: PathState, node: ast.stmt) -> list[Outcome]:
         self.budget.check_time()
-        key = (type(self), type(node))
-        method = _EXECUTORS.get(key, _UNSEEN)
-        if method is _UNSEEN:  # the executor of this statement type, looked up once per class
-            method = _EXECUTORS[key] = getattr(type(self), f"ex_{type(node).__name__}", None)
+        method = handler(self, "ex_", node)
         if method is None:
             return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track
         result: list[Outcome] = method(self, st, node)
