@@ -28,9 +28,8 @@ def rules_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "rules"
 
 
-def load_schema(name: str) -> dict[str, Any]:
-    schema: dict[str, Any] = json.loads((rules_dir() / "schema" / f"{name}.json").read_text())
-    return schema
+def schema_path(name: str) -> Path:
+    return rules_dir() / "schema" / f"{name}.json"
 
 
 def load_rule_file(path: Path, schema: str) -> dict[str, Any]:
@@ -44,9 +43,9 @@ def load_rule_file(path: Path, schema: str) -> dict[str, Any]:
         data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RoutescopeError(str(path), f"cannot read rule file: {exc}") from None
-    schema_raw = (rules_dir() / "schema" / f"{schema}.json").read_bytes()
+    schema_raw = schema_path(schema).read_bytes()
     stamp = _stamp(raw, schema_raw)
-    if stamp is not None and stamp.is_file():
+    if stamp.is_file():
         return data
     import jsonschema
 
@@ -55,19 +54,15 @@ def load_rule_file(path: Path, schema: str) -> dict[str, Any]:
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise RoutescopeError(str(path), f"invalid rule file at {where}: {exc.message}") from None
-    if stamp is not None:  # a read-only cache only costs validating again next time
-        with contextlib.suppress(OSError):
-            atomic_write_bytes(stamp, b"", durable=False)
+    with contextlib.suppress(OSError):  # a read-only cache only costs validating again
+        atomic_write_bytes(stamp, b"", durable=False)
     return data
 
 
-def _stamp(rule: bytes, schema: bytes) -> Path | None:
-    """Where the mark that `rule` is valid against `schema` lives (None: no cache dir)."""
+def _stamp(rule: bytes, schema: bytes) -> Path:
+    """Where the mark that `rule` is valid against `schema` lives, named by both contents."""
     digest = hashlib.sha256(len(rule).to_bytes(8, "big") + rule + schema).hexdigest()
-    try:
-        return cache_root() / "rules-valid" / digest
-    except Exception:  # no user cache directory can be named here: validate every time
-        return None
+    return cache_root() / "rules-valid" / digest
 
 
 def rule_files(kind: str) -> list[Path]:
