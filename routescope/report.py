@@ -35,6 +35,13 @@ def sink_args_text(sink: dict[str, Any]) -> str:
     return ", ".join(f"{a['name']}={a['repr']}" for a in sink.get("args", []))
 
 
+def answer_path(dispatch: dict[str, Any]) -> dict[str, Any] | None:
+    """The path an answer shows: the selected one, else the only one (provisional; blocked,
+    where it is what would run past what stops the deployment; unknown); None for a fork."""
+    paths = dispatch["paths"]
+    return next((p for p in paths if p["selected"]), paths[0] if len(paths) == 1 else None)
+
+
 def deciding_decision(path: dict[str, Any]) -> dict[str, Any] | None:
     """The decision that chose the kernel: the branch taken (a condition that held) closest
     before the call into the kernel's launcher, in the function that makes that call."""

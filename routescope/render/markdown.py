@@ -6,7 +6,7 @@ from textwrap import dedent
 from typing import Any
 
 from routescope.render.mermaid import flowchart
-from routescope.report import sink_args_text, sink_label
+from routescope.report import answer_path, sink_args_text, sink_label
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 
@@ -191,10 +191,9 @@ def render_section(doc: dict[str, Any], level: int = 2) -> str:
     out = [*_summary(doc), "", f"{h} Routing topology", "", *_topology(doc), ""]
     disp = doc.get("dispatch")
     if disp is not None:
-        selected = next((p for p in disp["paths"] if p["selected"]), None)
+        selected = answer_path(disp) if disp["status"] in ("selected", "blocked") else None
         out += [f"{h} Decode path", ""]
-        if disp["status"] == "blocked" and len(disp["paths"]) == 1:
-            selected = disp["paths"][0]
+        if disp["status"] == "blocked" and selected is not None:
             out += ["The deployment stops before decode (see Blockers); past what stops it, "
                     "this path would run:", ""]  # fmt: skip
         if selected is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from routescope.render.text_report import short_path
-from routescope.report import deciding_decision, sink_label
+from routescope.report import answer_path, deciding_decision, sink_label
 
 SUMMARY_LINES = 15
 # the constraints that change what an OEA insertion must do, first
@@ -53,8 +53,7 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
     disp, verdict = doc["dispatch"], doc.get("verdict") or {}
     out = [Text(_deployment(doc), style="bold")]
     status = disp["status"]
-    selected = [p for p in disp["paths"] if p["selected"]] or disp["paths"][:1]
-    path = selected[0] if selected else None
+    path = answer_path(disp)
     sink = path["sink"] if path else None
     if status == "blocked":  # what stops it comes first; the path past it after
         out.extend(_blockers(doc.get("blockers") or [], width))
@@ -155,9 +154,7 @@ def _verdict(v: dict[str, Any], width: int) -> list[Text]:
 def brief(doc: dict[str, Any]) -> str:
     """One line: model, deployment, status, kernel, OEA."""
     disp, verdict = doc["dispatch"], doc.get("verdict") or {}
-    path = next((p for p in disp["paths"] if p["selected"]), None)
-    if disp["status"] == "blocked" and len(disp["paths"]) == 1:  # what would run past it
-        path = disp["paths"][0]
+    path = answer_path(disp) if disp["status"] in ("selected", "blocked") else None
     kernel = (
         f"{path['sink']['name']} [{sink_label(path['sink'])}]"
         if path and path["sink"]
