@@ -247,3 +247,117 @@ def route(x):
     return torch.topk(x, 2)
 """
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_dataclass_transform_pydantic_fields_and_init_vars(tmp_path: Path) -> None:
+    """vLLM's configs: a helper decorator declared with typing's dataclass_transform (PEP 681)
+    makes a pydantic dataclass; `pydantic.Field(default=1)` is the field's default and its
+    class attribute (`nnodes: int = ParallelConfig.nnodes` copies it); an InitVar field goes
+    to __post_init__, not onto the object; next() over a generator expression gives its first
+    item; `if TYPE_CHECKING:` blocks never run. Each was unknown or wrong before."""
+    body = """
+from typing import TYPE_CHECKING
+from dataclasses import InitVar, field, fields, MISSING
+from pydantic.dataclasses import dataclass as pdataclass
+from pydantic.fields import Field, FieldInfo
+from typing_extensions import dataclass_transform
+
+if TYPE_CHECKING:
+    SWITCH = True
+else:
+    SWITCH = False
+
+@dataclass_transform(field_specifiers=(Field,))
+def config(cls):
+    return pdataclass(cls)
+
+@config
+class Parallel:
+    nnodes: int = Field(default=1, ge=1)
+    overrides: dict = field(default_factory=dict)
+    mode: InitVar[str] = "eager"
+    seen: str = "none"
+
+    def __post_init__(self, mode):
+        self.seen = mode
+
+def default_of(cls, name):
+    f = next(f for f in fields(cls) if f.name == name)
+    if f.default is MISSING and not isinstance(f.default, FieldInfo):
+        return f.default_factory
+    return f.default
+
+def route(x):
+    p = Parallel(mode="graph")
+    first = next((n for n in (3, 4) if n > 3), None)
+    none = next((n for n in (3, 4) if n > 9), "empty")
+    if (Parallel.nnodes == 1 and p.nnodes == 1 and p.overrides == {} and p.seen == "graph"
+            and "mode" not in vars(p) and default_of(Parallel, "overrides") is dict
+            and first == 4 and none == "empty" and not SWITCH):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_generators_signatures_and_lazy_modules(tmp_path: Path) -> None:
+    """A generator function's call gives what it yields (list(), next(), a for loop; `yield
+    from`), never the None its body ends with (list(None) raised a TypeError that is not
+    Python's); inspect.signature of a function, a bound method and a class; a bound method's
+    __func__; a lazy loader deriving types.ModuleType (its super().__init__(name) sets
+    __name__, importlib imports it, its __dict__ is the module's namespace)."""
+    (tmp_path / "fw" / "other.py").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "fw" / "other.py").write_text("VALUE = 7\n")
+    body = """
+import importlib
+import inspect
+from types import ModuleType
+
+def layers(config, nested):
+    if not config:
+        return
+    if nested:
+        yield from (p for p in config.values() if p)
+    else:
+        yield config
+
+class Lazy(ModuleType):
+    def __init__(self, name):
+        self._module = None
+        super().__init__(name)
+
+    def __getattr__(self, item):
+        if self._module is None:
+            self._module = importlib.import_module(self.__name__)
+            self.__dict__.update(self._module.__dict__)
+        return getattr(self._module, item)
+
+class Model:
+    def __init__(self, vllm_config, *, prefix=""):
+        pass
+
+    def forward(self, x, flag=True):
+        return x
+
+def takes(fn, name):
+    p = inspect.signature(fn).parameters.get(name)
+    return bool(p) and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                  inspect.Parameter.KEYWORD_ONLY)
+
+def route(x):
+    flat = list(layers({"rope_theta": 1.0}, False))
+    nested = list(layers({"full": {"a": 1}, "sliding": {}}, True))
+    none = list(layers({}, False))
+    first = next(layers({"k": 2}, False))
+    lazy = Lazy("fw.other")
+    m = Model(None)
+    if (len(flat) == 1 and flat[0]["rope_theta"] == 1.0 and nested == [{"a": 1}] and none == []
+            and first == {"k": 2}
+            and lazy.VALUE == 7 and lazy.__name__ == "fw.other"
+            and takes(Model, "prefix") and not takes(Model, "self") and takes(m.forward, "flag")
+            and list(inspect.signature(Model.__init__).parameters)[0] == "self"
+            and m.forward.__func__ is Model.forward and not hasattr(Model.forward, "__func__")):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]

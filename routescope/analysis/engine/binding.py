@@ -58,9 +58,18 @@ class BindingMixin(EngineBase):
                 s.envs.pop()
         return out
 
-    def summary(self, st: PathState, fn: FunctionVal, text: str) -> Paths:
+    def summary(
+        self,
+        st: PathState,
+        fn: FunctionVal,
+        text: str,
+        args: list[Value] | None = None,
+        kwargs: dict[str, Value] | None = None,
+    ) -> Paths:
+        """A rules summary of `fn` evaluated in its scope, its parameters bound to the call's
+        arguments (or their defaults), the rules' bindings over them."""
         expr = parsed_summary(text)
-        env = self.bind(fn, [], {})
+        env = self.bind(fn, list(args or ()), dict(kwargs or {}))
         env.update(self.facts.bindings)
         env["namespace"] = External("routescope.namespace")
         st.envs.append(env)

@@ -22,7 +22,51 @@ REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_mo
 CONTEXT_VAR = "ContextVar"
 
 
-class ContextVarMethod(Value):
+class BoundOperation(Value):
+    """An operation on an object the engine carries out itself when called (`call`)."""
+
+    def call(self, st: PathState, args: list[Value]) -> Value:
+        raise NotImplementedError
+
+
+class ModuleTypeInit(BoundOperation):
+    """`super().__init__(name[, doc])` of a class derived from types.ModuleType (a lazy module
+    loader): the object's __name__ and __doc__, as ModuleType.__init__ sets them."""
+
+    BASE = "types.ModuleType"
+
+    def __init__(self, receiver: Instance) -> None:
+        super().__init__()
+        self.receiver = receiver
+
+    def call(self, st: PathState, args: list[Value]) -> Value:
+        st.write(self.receiver, "__name__", args[0] if args else _unknown("module name"))
+        st.write(self.receiver, "__doc__", args[1] if len(args) > 1 else Const(None))
+        return Const(None)
+
+
+LIBRARY = "torch.library.Library"
+
+
+class LibraryMethod(BoundOperation):
+    """A method of a torch.library.Library: `impl(name, fn, ...)` registers fn as what
+    torch.ops.<namespace>.<name> runs (a framework registering its Python ops); define, fake
+    implementations and the rest register nothing the trace reads."""
+
+    def __init__(self, library: Instance, name: str, ops: dict[str, Value]) -> None:
+        super().__init__()
+        self.library, self.name, self.ops = library, name, ops
+
+    def call(self, st: PathState, args: list[Value]) -> Value:
+        ns = st.fields(self.library).get("ns")
+        if self.name == "impl" and len(args) >= 2 and isinstance(ns, Const):
+            op = args[0]
+            if isinstance(op, Const) and isinstance(op.value, str):
+                self.ops[f"torch.ops.{ns.value}.{op.value.split('.')[0]}"] = args[1]
+        return Const(None)
+
+
+class ContextVarMethod(BoundOperation):
     """get / set / reset of a contextvars.ContextVar: the value lives on the path (as a field
     the path writes), so a `with` block that sets it holds it until its reset."""
 
@@ -74,12 +118,35 @@ class Partial(Value):
         self.kwargs = kwargs
 
 
-class ConfigToDict(Value):
-    """`config.to_dict` of the checkpoint's config (a transformers PretrainedConfig)."""
+class ConfigMethod(Value):
+    """A method of the checkpoint's config (a transformers PretrainedConfig) that routescope
+    answers: `to_dict`, `get_text_config`."""
 
-    def __init__(self, config: Instance) -> None:
+    NAMES = ("to_dict", "get_text_config")
+
+    def __init__(self, config: Instance, name: str) -> None:
         super().__init__()
         self.config = config
+        self.name = name
+
+
+# the sub-configs PretrainedConfig.get_text_config() looks for (transformers
+# configuration_utils.py: decoder_possible_text_config_names, encoder_possible_text_config_names)
+_TEXT_CONFIGS = ("decoder", "generator", "text_config", "text_encoder")
+
+
+def config_method(st: PathState, fn: ConfigMethod, args: list[Value],
+                  kwargs: dict[str, Value], depth: int) -> Value:  # fmt: skip
+    """The value of a config method: to_dict() its attributes as a dict; get_text_config()
+    its one text sub-config, else the config itself (a text model's)."""
+    if fn.name == "to_dict" and not args and not kwargs:
+        return config_dict(st, fn.config, depth)
+    if fn.name == "get_text_config" and not args:
+        fields = st.fields(fn.config)
+        subs = [v for k in _TEXT_CONFIGS if isinstance(v := fields.get(k), Instance)]
+        if len(subs) <= 1 and not kwargs:
+            return subs[0] if subs else fn.config
+    return _unknown(f"config.{fn.name}() with these arguments")
 
 
 def _unknown(why: str) -> Unknown:

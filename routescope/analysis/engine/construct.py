@@ -47,17 +47,15 @@ class ConstructMixin(EngineBase):
             self.partly_built(inst)
             return [(st, inst)]  # built separately (the model body while running the model's init)
         if (
-            any(
-                d.endswith("dataclass") or d.endswith("dataclasses.dataclass")
-                for d in cls.decorators
-            )
+            records.is_dataclass(cls)
             or any(d.endswith("NamedTuple") for d in cls.external_bases())
             or records.is_struct(cls)
         ):
-            self.dataclass_init(cls, inst, args, kwargs)
+            init_vars = self.dataclass_init(cls, inst, args, kwargs)
             post = cls.lookup("__post_init__")
             if isinstance(post, FunctionVal):
-                return [(s, inst) for s, _k, _v in self.invoke(st, post.bind(inst), [], {}, node)]
+                outs = self.invoke(st, post.bind(inst), init_vars, {}, node)
+                return [(s, inst) for s, _k, _v in outs]
             return [(st, inst)]
         init = cls.lookup("__init__")
         if isinstance(init, FunctionVal):
@@ -69,37 +67,47 @@ class ConstructMixin(EngineBase):
 
     def dataclass_init(
         self, cls: ClassVal, inst: Instance, args: list[Value], kwargs: dict[str, Value]
-    ) -> None:
+    ) -> list[Value]:
+        """The fields a dataclass's generated __init__ sets from `args` and `kwargs` (else
+        their defaults); returns its init-only variables (InitVar fields), in order, which
+        Python hands to __post_init__ instead of storing them."""
         names: list[str] = []
         for c in reversed(cls.mro()):
             for key in c.attrs:
                 if key.startswith("__field__") and key[9:] not in names:
                     names.append(key[9:])
+        init_vars: list[Value] = []
         for i, name in enumerate(names):
+            target = {} if _is_init_var(cls, name) else inst.fields
             if i < len(args):
-                inst.fields[name] = args[i]
+                target[name] = args[i]
             elif name in kwargs:
-                inst.fields[name] = kwargs[name]
+                target[name] = kwargs[name]
             else:
-                default = cls.lookup(name)
-                if isinstance(default, records.FieldDefault) and default.factory is not None:
-                    made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
-                    inst.fields[name] = (
-                        made[0][1]
-                        if len(made) == 1
-                        else Unknown(f"{name} factory", kind=UnknownKind.UNSUPPORTED)
-                    )
-                    continue
-                if isinstance(default, records.FieldDefault):
-                    default = default.default
-                if isinstance(default, Const) or (
-                    default is not None and not isinstance(default, FunctionVal)
-                ):
-                    inst.fields[name] = default
-                else:
-                    inst.fields[name] = Unknown(
-                        f"dataclass field {name} without default", kind=UnknownKind.INPUT
-                    )
+                self._field_default(cls, target, name)
+            if target is not inst.fields:
+                init_vars.append(target[name])
+        return init_vars
+
+    def _field_default(self, cls: ClassVal, target: dict[str, Value], name: str) -> None:
+        """A field left out of the call: its default, or what its default factory makes."""
+        default = cls.lookup(name)
+        if isinstance(default, records.FieldDefault) and default.factory is not None:
+            made = self.call(PathState(envs=[{}]), default.factory, [], {}, None)
+            target[name] = (
+                made[0][1]
+                if len(made) == 1
+                else Unknown(f"{name} factory", kind=UnknownKind.UNSUPPORTED)
+            )
+            return
+        if isinstance(default, records.FieldDefault):
+            default = default.default
+        if default is not None and not isinstance(default, FunctionVal):
+            target[name] = default
+        else:
+            target[name] = Unknown(
+                f"dataclass field {name} without default", kind=UnknownKind.INPUT
+            )
 
     def _enum_lookup(self, cls: ClassVal, args: list[Value]) -> Value:
         if not args:
@@ -157,3 +165,14 @@ class ConstructMixin(EngineBase):
                 self.ctx.pop()
         cls.annotations[name] = value
         return value
+
+
+def _is_init_var(cls: ClassVal, name: str) -> bool:
+    """Whether the field is annotated `InitVar[...]` (dataclasses' init-only variable)."""
+    for c in cls.mro():
+        ann = c.annotations.get(name)
+        if ann is not None:
+            head = ann.value if isinstance(ann, ast.Subscript) else ann
+            text = ast.unparse(head) if isinstance(head, ast.expr) else ""
+            return text.split(".")[-1] == "InitVar"
+    return False

@@ -73,6 +73,9 @@ class Engine(
         # is built; every other torch module it constructs stays a bare object.
         self.only_module: ClassVal | None = None
         self.tracing = False  # set while the router's decode forward is traced
+        # objects whose call gives the router's scores (a gate the experts layer holds): what
+        # calling each gives, by id
+        self.score_sources: dict[int, Value] = {}
         self.catching: list[list[ast.ExceptHandler]] = []
         self._reads: dict[str, frozenset[str]] = {}
         # objects some constructor of which was not run (opaque, or built separately): their

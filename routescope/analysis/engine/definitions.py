@@ -19,6 +19,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library import records
 
 
 class DefinitionsMixin(EngineBase):
@@ -35,6 +36,10 @@ class DefinitionsMixin(EngineBase):
                 names.append(val.name.removeprefix("builtins."))
             elif isinstance(val, (FunctionVal, ClassVal)):
                 names.append(val.qualname)
+                if isinstance(val, FunctionVal) and any(
+                    n.endswith(records.TRANSFORM) for n in val.decorators
+                ):
+                    names.append(records.TRANSFORM)  # it makes dataclass-like classes
             else:
                 names.append(self.source_text(head))
         return tuple(names)
@@ -187,6 +192,10 @@ class DefinitionsMixin(EngineBase):
                     val = Const(auto)
                 val = EnumMember(cls, key, val)
             cls.attrs[key] = val
+        if records.is_dataclass(cls):  # the class attribute of a field is its default
+            for key, val in list(cls.attrs.items()):
+                if isinstance(val, records.FieldDefault) and records.has_default(val):
+                    cls.attrs[key] = val.default  # type: ignore[assignment]
         for key, val in list(cls.attrs.items()):
             if isinstance(val, Instance) and val.cls is not None and val.cls.lookup("__set_name__"):
                 setter = val.cls.lookup("__set_name__")

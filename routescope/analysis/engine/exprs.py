@@ -32,6 +32,7 @@ from routescope.analysis.engine.contents import (
     snapshot,
     truth_in,
 )
+from routescope.analysis.engine.generators import yield_from, yielded
 from routescope.analysis.engine.merging import merge_partials
 from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
@@ -347,13 +348,19 @@ class ExprMixin(EngineBase):
     entering: list[int]  # frame depths of the context-manager generators being entered
 
     def ev_Yield(self, st: PathState, node: ast.Yield) -> Paths:
-        if not self.entering or self.entering[-1] != len(st.frames):
-            return [(st, Unknown("a generator's yield", kind=UnknownKind.UNSUPPORTED))]
+        if not self.entering or self.entering[-1] != len(st.frames):  # a generator function
+            value = [(st, Const(None))] if node.value is None else self.ev(st, node.value)
+            why = "a generator's yield"
+            return [(s, Const(None) if yielded(s, [v]) else
+                     Unknown(why, kind=UnknownKind.UNSUPPORTED)) for s, v in value]  # fmt: skip
         out: Paths = []
         for s, v in self.ev(st, node.value) if node.value is not None else [(st, Const(None))]:
             s.yielded = v
             out.append((s, Const(None)))  # what `send` gives back; the statement ends here
         return out
+
+    def ev_YieldFrom(self, st: PathState, node: ast.YieldFrom) -> Paths:
+        return [(s, yield_from(s, v)) for s, v in self.ev(st, node.value)]
 
     def ev_Await(self, st: PathState, node: ast.Await) -> Paths:
         return self.ev(st, node.value)

@@ -5,6 +5,7 @@ deployment (GPU profile, --env, --set); every value carries its origin."""
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import posixpath
 import sys
 from dataclasses import dataclass, field
@@ -39,6 +40,19 @@ TRITON_JIT = SinkRule("triton.jit", "triton", decorator="triton.jit", provider="
 TORCH_COMPILE = SinkRule("torch.compile", "torch_compile", decorator="torch.compile",
                          provider="torch")  # fmt: skip
 TORCH_TOPK = SinkRule("torch.topk", "torch", external="torch.topk", provider="torch")
+# Python's own run-time values of library names: a static checker's switch is off when the
+# code runs, so `if TYPE_CHECKING:` blocks never run
+RUNTIME: dict[str, Value] = {
+    "typing.TYPE_CHECKING": Const(False, ("typing.TYPE_CHECKING is False at run time",)),
+    "typing_extensions.TYPE_CHECKING": Const(False, ("typing.TYPE_CHECKING is False at run time",)),
+    # inspect.Parameter's kinds: Python's own enum values, compared and collected by code that
+    # reads a signature (library/inspection.py)
+    **{
+        f"inspect.Parameter.{k.name}": Const(k, ("inspect.Parameter",))
+        for k in inspect._ParameterKind
+    },
+}
+
 # an op of a compiled torch extension (torch.ops.<namespace>.<op>)
 TORCH_OP = SinkRule("torch.ops", "cuda_kernel", external="torch.ops.*")
 # a function of a CUDA module compiled or loaded at run time (tvm-ffi, torch cpp_extension)
@@ -120,8 +134,14 @@ class Facts:
     checkpoint: Checkpoint | None = None
     source: str = "the rules"  # the rule file these facts come from
     given_packages: frozenset[str] = frozenset()  # the user's --package entries
+    # ops the framework registers with a Python implementation (torch.library.Library.impl):
+    # "torch.ops.<namespace>.<name>" -> the function that runs when the op is called
+    ops: dict[str, Value] = field(default_factory=dict)
     # an optional package's version on the target: import name -> (version, where it is said)
     versions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # a distribution's version (importlib.metadata.version): the traced release's, and those it
+    # pins; (version, what says so)
+    distributions: dict[str, tuple[str, str]] = field(default_factory=dict)
     # the facts read so far, by (kind, name): what the answers rest on
     used: dict[tuple[str, str], Assumption] = field(default_factory=dict)
 
@@ -137,7 +157,12 @@ class Facts:
 
     def attribute_fact(self, name: str) -> Value | None:
         """A platform attribute's value on the target (rules' platform.attributes), or an
-        importable package's `__version__` (the version the framework pins)."""
+        importable package's `__version__` (the version the framework pins), or what Python
+        itself holds at run time (typing.TYPE_CHECKING is False)."""
+        if name in RUNTIME:
+            return RUNTIME[name]
+        if name in self.ops:  # the framework's own op: its Python implementation runs
+            return self.ops[name]
         top, _, attr = name.partition(".")
         if attr == "__version__" and top in self.versions and self.packages.get(top) is not False:
             version, said = self.versions[top]

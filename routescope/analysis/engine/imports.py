@@ -6,11 +6,13 @@ import ast
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Outcome
 from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.containers import str_dict
 from routescope.analysis.engine.join import join_states
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
     External,
+    ExternalModule,
     FunctionVal,
     Instance,
     ModuleVal,
@@ -199,7 +201,7 @@ class ImportsMixin(EngineBase):
         if avail is None:
             self.facts.package_assumed(name)
         origin = (f"package {name.split('.')[0]} assumed importable",) if avail is None else ()
-        return External(name, origin)
+        return ExternalModule(name, origin)
 
     def _import_name(self, base: str, name: str) -> Value:
         full = f"{base}.{name}"
@@ -210,7 +212,7 @@ class ImportsMixin(EngineBase):
         avail = self.facts.package_available(full)
         if avail is False:
             return ImportFailure(full)
-        return External(full)
+        return self.facts.attribute_fact(full) or External(full)
 
     def module_attr(self, mod: ModuleVal, name: str, st: PathState | None = None) -> Value:
         found = st.global_value(mod, name) if st is not None else mod.globals.get(name)
@@ -219,6 +221,8 @@ class ImportsMixin(EngineBase):
         sub = f"{mod.name}.{name}"
         if self.index.has_module(sub):
             return self.resolved(LazyModule(self, sub))
+        if name == "__dict__":  # the module's namespace (a LazyLoader copies it onto itself)
+            return str_dict({k: v for k, v in mod.globals.items() if isinstance(k, str)})
         hook = mod.globals.get("__getattr__")
         if isinstance(hook, FunctionVal) and name not in self._in_module_getattr:
             self._in_module_getattr.add(name)  # PEP 562 lazy attributes (current_platform)

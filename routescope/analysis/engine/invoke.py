@@ -8,17 +8,19 @@ from typing import Any, cast
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Outcome, Paths
 from routescope.analysis.engine.bound import (
-    ConfigToDict,
-    ContextVarMethod,
+    BoundOperation,
+    ConfigMethod,
     Partial,
     Register,
-    config_dict,
+    config_method,
 )
 from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import UNHASHABLE, UNTOLD, key_of
+from routescope.analysis.engine.containers import UNHASHABLE, UNTOLD, key_of, new_tuple
 from routescope.analysis.engine.contents import snapshot
 from routescope.analysis.engine.facts import JIT_MODULE, SinkRule
+from routescope.analysis.engine.generators import YIELDS, is_generator
 from routescope.analysis.engine.join import JOIN_DEPTH, agree, commit_agreed
+from routescope.analysis.engine.memo import cache_bound, evict
 from routescope.analysis.engine.methods import ContainerMethod, call_method
 from routescope.analysis.engine.sinks import (
     UNRECOGNISED,
@@ -51,6 +53,10 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.engine.withs import ContextManager
 from routescope.analysis.library.builtins import BoundConst, call_bound_const
 from routescope.analysis.library.paths import path_method
+
+# how deep one function may recurse on a path: a walk over nested configuration (a dict of
+# defaults three levels deep) recurses as deep as its data; past this, the budget stops it
+RECURSION = 6
 
 
 class InvokeMixin(EngineBase):
@@ -106,9 +112,9 @@ class InvokeMixin(EngineBase):
             ]
         if isinstance(fn, ContainerMethod):
             return [(st, call_method(self, st, fn, args, kwargs))]
-        if isinstance(fn, ConfigToDict) and not args and not kwargs:
-            return [(st, config_dict(st, fn.config, JOIN_DEPTH))]
-        if isinstance(fn, ContextVarMethod):
+        if isinstance(fn, ConfigMethod):
+            return [(st, config_method(st, fn, args, kwargs, JOIN_DEPTH))]
+        if isinstance(fn, BoundOperation):
             return [(st, fn.call(st, args))]
         if isinstance(fn, Register):
             if len(args) >= 2 and isinstance(args[0], Const) and isinstance(args[0].value, str):
@@ -116,6 +122,8 @@ class InvokeMixin(EngineBase):
             return [(st, Const(None))]
         if isinstance(fn, Partial):
             return self.call(st, fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, node)
+        if isinstance(fn, Instance) and id(fn) in self.score_sources:  # the router's gate
+            return [(st, self.score_sources[id(fn)])]
         if isinstance(fn, External):
             return self.call_external(st, fn, args, kwargs, node)
         if isinstance(fn, FunctionVal):
@@ -214,7 +222,7 @@ class InvokeMixin(EngineBase):
             if kind == "return" and not s.stopped:
                 s.memo[memo_key] = (value or Const(None), s.decisions[before:], fn.bound)
                 if bound_size is not None:
-                    _evict(s.memo, memo_key[:2], bound_size)
+                    evict(s.memo, memo_key[:2], bound_size)
         if (
             bound_size is None
             and len(result) == 1
@@ -306,7 +314,7 @@ class InvokeMixin(EngineBase):
     ) -> list[Outcome]:
         summary = self.facts.summary_for(fn.qualname)
         if summary is not None:
-            return [(s, "return", v) for s, v in self.summary(st, fn, summary)]
+            return [(s, "return", v) for s, v in self.summary(st, fn, summary, args, kwargs)]
         if self.facts.is_opaque(fn.qualname):
             if fn.qualname.endswith(".__init__") and isinstance(fn.bound, Instance):
                 self.partly_built(fn.bound)  # what that constructor sets is not known
@@ -318,12 +326,15 @@ class InvokeMixin(EngineBase):
             return [(st, "stop", Unknown(st.stopped, kind=UnknownKind.BUDGET))]
         if (
             any(f.function == fn.qualname for f in st.frames[-4:])
-            and sum(f.function == fn.qualname for f in st.frames) >= 3
+            and sum(f.function == fn.qualname for f in st.frames) >= RECURSION
         ):
             st.stopped = f"recursion in {fn.qualname} exceeded the budget"
             return [(st, "stop", Unknown(st.stopped, kind=UnknownKind.BUDGET))]
         depth = (len(st.frames), len(st.envs))
         env = self.bind(fn, args, kwargs)
+        generator = is_generator(fn.node)  # its body runs now; a call gives what it yields
+        if generator:
+            env[YIELDS] = new_tuple([])
         frame = Frame(
             fn.qualname,
             fn.module.relpath,
@@ -358,6 +369,8 @@ class InvokeMixin(EngineBase):
         for s, kind, val in outcomes:
             if s.frames and s.frames[-1] is frame:
                 s.frames.pop()
+                if generator and kind in ("normal", "return"):
+                    kind, val = "return", s.envs[-1][YIELDS]
                 s.envs.pop()
             if kind == "normal":
                 result.append((s, "return", Const(None)))
@@ -369,32 +382,3 @@ class InvokeMixin(EngineBase):
             del st.frames[depth[0] :]
             del st.envs[depth[1] :]
         return result
-
-
-def cache_bound(fn: FunctionVal) -> int | None:
-    """An lru_cache's maxsize (128 unless given); None for an unbounded cache."""
-    for d in getattr(fn.node, "decorator_list", ()):
-        head = d.func if isinstance(d, ast.Call) else d
-        name = ast.unparse(head).rsplit(".", 1)[-1]
-        if name != "lru_cache":
-            continue
-        if not isinstance(d, ast.Call):
-            return 128
-        given = (
-            d.args[0] if d.args else next((k.value for k in d.keywords if k.arg == "maxsize"), None)
-        )
-        if given is None:
-            return 128
-        if isinstance(given, ast.Constant) and given.value is None:
-            return None
-        if isinstance(given, ast.Constant) and isinstance(given.value, int):
-            return max(given.value, 0)
-        return 0  # a size routescope cannot read: remember nothing
-    return None
-
-
-def _evict(memo: dict[tuple[Any, ...], Any], fn_key: tuple[Any, ...], size: int) -> None:
-    """Drop a bounded cache's least recently used entries beyond its size."""
-    mine = [k for k in memo if k[:2] == fn_key]
-    for k in mine[: max(len(mine) - size, 0)]:
-        del memo[k]

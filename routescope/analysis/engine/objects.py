@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import builtins
+from dataclasses import replace
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
 from routescope.analysis.engine.bound import (
     CONTEXT_VAR,
+    LIBRARY,
     REGISTERS,
-    ConfigToDict,
+    ConfigMethod,
     ContextVarMethod,
+    LibraryMethod,
+    ModuleTypeInit,
     Register,
 )
 from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, new_tuple, str_dict
@@ -57,13 +61,17 @@ class ObjectsMixin(EngineBase):
         if st.envs and name in st.env and not is_global:
             return self.resolved(st.env[name])
         fn_closure = self._closure_env
-        if fn_closure is not None and name in fn_closure:
+        if fn_closure is not None:
+            # a variable of an enclosing function is its cell: read from that frame as it is
+            # now, even when assigned after this function was defined (a nested function that
+            # calls itself by the name the def statement then binds)
             frames = fn_closure.get(CLOSURE_FRAMES)
             for token in frames.value if isinstance(frames, Const) else ():
                 live = next((e for e in reversed(st.envs) if e.get(FRAME_KEY) is token), None)
                 if live is not None and name in live:  # the enclosing frame, as it is now
                     return self.resolved(live[name])
-            return self.resolved(fn_closure[name])
+            if name in fn_closure:
+                return self.resolved(fn_closure[name])
         found = st.global_value(self.ctx[-1].module, name) if self.ctx else None
         if found is not None:
             return self.resolved(found)
@@ -93,6 +101,14 @@ class ObjectsMixin(EngineBase):
             return [(st, External(full, obj.origins))]
         if isinstance(obj, SuperProxy):
             found = obj.cls.lookup(name) if obj.cls else None
+            recv = obj.receiver
+            if (
+                found is None
+                and name == "__init__"
+                and isinstance(recv, Instance)
+                and (recv.cls is not None and ModuleTypeInit.BASE in recv.cls.external_bases())
+            ):
+                return [(st, ModuleTypeInit(recv))]
             if isinstance(found, FunctionVal):
                 return [(st, found.bind(obj.receiver))]
             return [
@@ -100,6 +116,8 @@ class ObjectsMixin(EngineBase):
             ]
         if isinstance(obj, Instance) and obj.label == CONTEXT_VAR and obj.cls is None:
             return [(st, ContextVarMethod(obj, name))]
+        if isinstance(obj, Instance) and obj.label == LIBRARY and obj.cls is None:
+            return [(st, LibraryMethod(obj, name, self.facts.ops))]
         if isinstance(obj, Instance):
             fields = st.fields(obj)
             if name in fields:
@@ -141,8 +159,8 @@ class ObjectsMixin(EngineBase):
                             ),
                         )
                     ]
-            if obj.label == "config" and obj.cls is None and name == "to_dict":
-                return [(st, ConfigToDict(obj))]  # PretrainedConfig.to_dict()
+            if obj.label == "config" and obj.cls is None and name in ConfigMethod.NAMES:
+                return [(st, ConfigMethod(obj, name))]  # PretrainedConfig's own methods
             label = obj.label or (obj.cls.qualname if obj.cls else "object")
             return [(st, Unknown(f"{label} has no attribute {name}", kind=UnknownKind.ABSENT))]
         if isinstance(obj, ClassVal):
@@ -198,6 +216,16 @@ class ObjectsMixin(EngineBase):
                 return [(st, Const(qual.rsplit(".", 1)[-1]))]
             if name == "__module__":
                 return [(st, Const(obj.qualname.split(":")[0]))]
+            if name in ("__func__", "__self__"):  # a bound method's function and receiver
+                if obj.bound is None or "staticmethod" in obj.decorators:
+                    return [(st, Unknown(f"a function has no {name}", kind=UnknownKind.ABSENT))]
+                if name == "__self__":
+                    return [(st, obj.bound)]
+                owner = obj.bound.cls if isinstance(obj.bound, Instance) else obj.bound
+                found = (
+                    owner.lookup(qual.rsplit(".", 1)[-1]) if isinstance(owner, ClassVal) else None
+                )
+                return [(st, found if isinstance(found, FunctionVal) else replace(obj, bound=None))]
             return [(st, Unknown(f"attribute {name} of function", kind=UnknownKind.OPAQUE))]
         if isinstance(obj, Unknown):  # an attribute of an unknown value: as unknown
             return [(st, Unknown(obj.reason, obj.origins, kind=obj.kind))]

@@ -210,6 +210,10 @@ class OperatorsMixin(EngineBase):
             a, b = snapshot(st, a), snapshot(st, b)  # lists order by their items
         dtypes = torch_dtype(a), torch_dtype(b)
         fn = CMPOPS.get(type(op))
+        if isinstance(a, EnumMember) and isinstance(b, EnumMember):  # two int enum members
+            ka, kb = key_of(a), key_of(b)  # order as their values (a plain Enum's: not told)
+            if ka is not UNTOLD and kb is not UNTOLD:
+                a, b = Const(ka, a.origins), Const(kb, b.origins)
         if isinstance(a, EnumMember) and isinstance(b, Const):
             a = a.value
         if isinstance(b, EnumMember) and isinstance(a, Const):
@@ -227,6 +231,8 @@ class OperatorsMixin(EngineBase):
         dtypes = torch_dtype(a), torch_dtype(b)
         if dtypes[0] and dtypes[1]:
             return dtypes[0] == dtypes[1]
+        if any(dtypes) and any(isinstance(x, Const) and x.value is None for x in (a, b)):
+            return False  # a torch dtype is never None (an unquantized config's dtype is)
         if isinstance(a, (FunctionVal, ClassVal, ModuleVal)):
             same = self.identical(a, b)
             if same is not None:

@@ -149,6 +149,12 @@ class External(Value):
         return f"External({self.name})"
 
 
+class ExternalModule(External):
+    """A module from outside the framework tree, as an import gives it (a module is true)."""
+
+    __slots__ = ()
+
+
 class PythonRaise(External):
     """A builtin exception Python itself raises from an operation on values the facts decide
     (`None.get_name()`, a known dict's missing key): as certain as a `raise` statement, with
@@ -303,15 +309,13 @@ def truth(v: Value) -> bool | None:
             return None
     if isinstance(v, Unknown):
         return v.truthy
-    if isinstance(v, (FunctionVal, ClassVal, ModuleVal, EnumMember)):
+    if isinstance(v, (FunctionVal, ClassVal, ModuleVal, EnumMember, ExternalModule)):
         return True
     if isinstance(v, Instance):
+        if v.cls is None:  # an object the engine made (a config, a namespace, a Parameter):
+            return True  # none defines __bool__ or __len__
         return (
-            True
-            if v.cls is not None
-            and v.cls.lookup("__bool__") is None
-            and v.cls.lookup("__len__") is None
-            else None
+            True if v.cls.lookup("__bool__") is None and v.cls.lookup("__len__") is None else None
         )
     return None
 

@@ -25,6 +25,13 @@ from routescope.analysis.engine.values import (
     Value,
 )
 
+# marker objects libraries define, with their classes: an instance of nothing else
+SENTINELS = {
+    "dataclasses.MISSING": "dataclasses._MISSING_TYPE",
+    "msgspec.NODEFAULT": "msgspec._core.NoDefault",
+    "msgspec.UNSET": "msgspec._core.UnsetType",
+}
+
 
 def isinstance_of(obj: Value, cls: Value) -> Value:
     """isinstance(obj, cls): a class or a tuple of them."""
@@ -33,6 +40,9 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
     if isinstance(cls, TupleVal):
         targets = list(cls.items)
     kind = _container_type(obj)
+    if isinstance(obj, External) and obj.name in SENTINELS:  # a library's own marker object
+        own = SENTINELS[obj.name]
+        return Const(any(isinstance(t, External) and t.name in (own, "object") for t in targets))
     for t in targets:
         builtin_types = {
             "int": int,

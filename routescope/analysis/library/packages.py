@@ -34,3 +34,24 @@ def _version(
         return one(st, Const(Version(text), args[0].origins))
     except InvalidVersion:
         return one(st, raises("InvalidVersion", f"invalid version {text!r}"))
+
+
+@models("importlib.metadata.version", "importlib_metadata.version")
+def _distribution_version(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """importlib.metadata.version(distribution): the traced release's own version, or the
+    version it pins a distribution to (Facts.distributions); anything else stays unknown."""
+    if len(args) != 1 or not isinstance(args[0], Const) or not isinstance(args[0].value, str):
+        return None
+    known = eng.facts.distributions.get(args[0].value)
+    if known is None:
+        return None
+    version, said = known
+    eng.facts.assume("package", f"{args[0].value} version", version, said)
+    return one(st, Const(version, (said,)))

@@ -10,7 +10,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, TupleVal
-from routescope.analysis.engine.contents import entries, seq_items, snapshot
+from routescope.analysis.engine.contents import entries, seq_items, snapshot, truth_in
 from routescope.analysis.engine.sequences import over_containers
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -25,6 +25,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    raises,
 )
 from routescope.analysis.library import records
 from routescope.analysis.library.builtins import BoundConst, call_builtin, evaluated_names
@@ -184,6 +185,28 @@ def _sequences(
     return one(st, got) if got is not None else None
 
 
+@models("next")
+def _next(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """next(items[, default]) over what a generator expression yields (the engine evaluates
+    one eagerly, as the list of its items): the first item, else the default, else
+    StopIteration."""
+    items = seq_items(st, args[0]) if args else None
+    if items is None:
+        return None
+    if items:
+        return one(st, items[0])
+    if len(args) > 1:
+        return one(st, args[1])
+    return one(st, raises("StopIteration", "next() of an exhausted iterator"))
+
+
 @models(*sorted(evaluated_names()))
 def _pure(
     eng: EngineBase,
@@ -195,6 +218,8 @@ def _pure(
 ) -> Paths | None:
     """A builtin evaluated for real on constants (a list reads as its items on this path;
     isinstance sees the container itself)."""
+    if name == "bool" and len(args) == 1 and (known := truth_in(st, args[0])) is not None:
+        return one(st, Const(known))  # an object's truth, as a condition reads it
     if name != "isinstance":
         args = [snapshot(st, a) for a in args]
     got = call_builtin(name, args, kwargs)

@@ -48,64 +48,22 @@ def is_struct(cls: ClassVal) -> bool:
 # torch.nn.Module's own attributes (dir() of torch 2.x, plus `training` set by its __init__):
 # a module's other attributes are its fields (parameters, buffers and submodules included, as
 # register_* and setattr record them)
-MODULE_ATTRS = frozenset(
-    {
-        "T_destination",
-        "add_module",
-        "apply",
-        "bfloat16",
-        "buffers",
-        "call_super_init",
-        "children",
-        "compile",
-        "cpu",
-        "cuda",
-        "double",
-        "dump_patches",
-        "eval",
-        "extra_repr",
-        "float",
-        "forward",
-        "get_buffer",
-        "get_extra_state",
-        "get_parameter",
-        "get_submodule",
-        "half",
-        "ipu",
-        "load_state_dict",
-        "modules",
-        "mtia",
-        "named_buffers",
-        "named_children",
-        "named_modules",
-        "named_parameters",
-        "parameters",
-        "register_backward_hook",
-        "register_buffer",
-        "register_forward_hook",
-        "register_forward_pre_hook",
-        "register_full_backward_hook",
-        "register_full_backward_pre_hook",
-        "register_load_state_dict_post_hook",
-        "register_load_state_dict_pre_hook",
-        "register_module",
-        "register_parameter",
-        "register_state_dict_post_hook",
-        "register_state_dict_pre_hook",
-        "requires_grad_",
-        "set_extra_state",
-        "set_submodule",
-        "share_memory",
-        "state_dict",
-        "to",
-        "to_empty",
-        "train",
-        "training",
-        "type",
-        "xpu",
-        "zero_grad",
-    }
-)
+# fmt: off
+MODULE_ATTRS = frozenset((
+    "T_destination", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
+    "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
+    "float", "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule",
+    "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
+    "named_modules", "named_parameters", "parameters", "register_backward_hook",
+    "register_buffer", "register_forward_hook", "register_forward_pre_hook",
+    "register_full_backward_hook", "register_full_backward_pre_hook",
+    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
+    "register_module", "register_parameter", "register_state_dict_post_hook",
+    "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
+    "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
+    "zero_grad"
+))
+# fmt: on
 MODULE_BASES = {"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"}
 # external bases whose attributes are known: none beyond dunders, or the listed ones
 _CLOSED = {
@@ -129,8 +87,13 @@ def closed_attributes(cls: ClassVal, name: str) -> bool:
     return all(b in _CLOSED and name not in _CLOSED[b] for b in bases)
 
 
+# a class decorator that is itself declared with typing's dataclass_transform (PEP 681) makes a
+# dataclass-like class, whatever it calls inside (a pydantic dataclass behind a helper)
+TRANSFORM = "dataclass_transform"
+
+
 def is_dataclass(cls: ClassVal) -> bool:
-    return any(d.endswith("dataclass") for c in cls.mro() for d in c.decorators)
+    return any(d.endswith(("dataclass", TRANSFORM)) for c in cls.mro() for d in c.decorators)
 
 
 def is_record(cls: ClassVal) -> bool:
@@ -153,8 +116,22 @@ class FieldDefault(Value):
 
     def __init__(self, default: Value | None, factory: Value | None) -> None:
         super().__init__()
-        self.default = default
-        self.factory = factory
+        self.default = None if _missing(default) else default  # MISSING: none given
+        self.factory = None if _missing(factory) else factory
+
+
+def _missing(v: Value | None) -> bool:
+    return isinstance(v, External) and v.name in (MISSING, NODEFAULT)
+
+
+def has_default(spec: FieldDefault) -> bool:
+    """Whether a field spec gives a plain default (not MISSING, no default factory)."""
+    d = spec.default
+    return (
+        spec.factory is None
+        and d is not None
+        and not (isinstance(d, External) and d.name in (MISSING, NODEFAULT))
+    )
 
 
 def _evaluated(cls: ClassVal, name: str) -> Value:
@@ -186,11 +163,15 @@ def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
             "default_factory": factory,
             "type": _evaluated(cls, name),
             "metadata": Unknown("field metadata", kind=UnknownKind.OPAQUE),
+            "init": Const(True),
             "encode_name": Const(name),
         },
         "FieldInfo",
     )
 
+
+# pydantic's field specifier: `x: int = Field(default=1, ge=1)` declares the field's default
+FIELD_SPECIFIERS = ("pydantic.Field", "pydantic.fields.Field")
 
 TYPE_HINTS = frozenset({"typing.get_type_hints", "typing_extensions.get_type_hints"})
 ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
@@ -200,6 +181,7 @@ NAMES = frozenset(
     {
         "msgspec.field",
         "dataclasses.field",
+        *FIELD_SPECIFIERS,
         "msgspec.structs.fields",
         "dataclasses.fields",
         "dataclasses.is_dataclass",
@@ -214,8 +196,8 @@ def call(
     name: str, args: list[Value], kwargs: dict[str, Value], st: PathState, module: str = ""
 ) -> Value | None:
     """The value of a record-library call, or None when `name` is not one of them."""
-    if name in ("msgspec.field", "dataclasses.field"):
-        default = kwargs.get("default")
+    if name in ("msgspec.field", "dataclasses.field", *FIELD_SPECIFIERS):
+        default = kwargs.get("default", args[0] if args and name in FIELD_SPECIFIERS else None)
         factory = kwargs.get("default_factory")
         return FieldDefault(default, factory)
     if name in ("msgspec.structs.fields", "dataclasses.fields") and len(args) == 1:

@@ -7,11 +7,20 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from routescope.analysis.engine.bound import LIBRARY
 from routescope.analysis.engine.contents import seq_items
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import FACTORIES, NON_TENSOR_TORCH, PARAMETER, made_tensor
-from routescope.analysis.engine.values import External, Tensor, Unknown, UnknownKind, Value
+from routescope.analysis.engine.values import (
+    Const,
+    External,
+    Instance,
+    Tensor,
+    Unknown,
+    UnknownKind,
+    Value,
+)
 from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
@@ -29,6 +38,21 @@ def _platform(
 ) -> Paths | None:
     # (the rules' platform facts answer the calls they name before any model runs)
     return one(st, Unknown(f"result of {name}()", kind=UnknownKind.OPAQUE))
+
+
+@models("torch.library.Library")
+def _library(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """torch.library.Library(namespace, kind): where a framework registers its own ops (their
+    Python implementations run when torch.ops.<namespace>.<op> is called)."""
+    ns = args[0] if args else kwargs.get("ns")
+    return one(st, Instance(None, {"ns": ns or Const(None)}, LIBRARY))
 
 
 @models(*PARAMETER)

@@ -100,3 +100,17 @@ def _type_hints(
 ) -> Paths | None:
     cls = eng.resolved(args[0]) if args else None
     return one(st, eng.type_hints(cls)) if isinstance(cls, ClassVal) else None
+
+
+@models("typing.cast", "typing_extensions.cast")
+def _cast(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """cast(T, value) returns value unchanged (a note for type checkers only)."""
+    value = args[1] if len(args) == 2 else kwargs.get("val")
+    return one(st, value) if value is not None else None

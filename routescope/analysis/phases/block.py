@@ -13,6 +13,7 @@ from routescope.analysis.engine.values import (
     ClassVal,
     Const,
     EnumMember,
+    FunctionVal,
     Instance,
     Tensor,
     Unknown,
@@ -83,16 +84,19 @@ def merge_router_states(states: list[RouterState]) -> RouterState | None:
     return RouterState(merged)
 
 
-def nearest(st: PathState, obj: Value, cls: ClassVal, depth: int = 3) -> Instance | None:
-    """The instance of `cls` nearest to the built object (breadth-first over fields), so the
-    block's own router wins over one its experts keep."""
+def nearest(
+    st: PathState, obj: Value, cls: ClassVal | tuple[ClassVal, ...], depth: int = 3
+) -> Instance | None:
+    """The instance of `cls` (or of any of the classes) nearest to the built object
+    (breadth-first over fields), so the block's own router wins over one its experts keep."""
+    wanted = cls if isinstance(cls, tuple) else (cls,)
     level: list[Value] = [obj]
     for _ in range(depth + 1):
         nxt: list[Value] = []
         for v in level:
             if not isinstance(v, Instance):
                 continue
-            if v.cls is not None and cls in v.cls.mro():
+            if v.cls is not None and any(c in v.cls.mro() for c in wanted):
                 return v
             nxt.extend(st.fields(v).values())
         level = nxt
@@ -142,3 +146,57 @@ def build_block(
         )
         for s, v in built
     ]
+
+
+def after_loading(
+    engine: Engine, name: str | None, built: list[tuple[PathState, Value, Value]]
+) -> list[tuple[PathState, Value, Value]]:
+    """What the model loader does once the weights are in (the rules' `after_loading`): each
+    module of the block that holds a quant method has `quant_method.<name>(module)` called
+    (a loader may build the experts' kernel object there). A way on which that raises or
+    stops keeps the block as built, noted by the phase."""
+    if not name:
+        return built
+    out: list[tuple[PathState, Value, Value]] = []
+    for st, block, router in built:
+        states = [st]
+        for module in _holding(st, block, "quant_method"):
+            method = engine.attribute(st, st.fields(module)["quant_method"], name)[0][1]
+            if not isinstance(method, FunctionVal):
+                continue
+            nxt: list[PathState] = []
+            for s in states:
+                ways = run_phase(
+                    engine,
+                    PHASE_STEPS["block"],
+                    f"{method.qualname} on the built block",
+                    lambda s=s, m=method, mod=module: engine.call(s.fork(), m, [mod], {}, None),
+                    record_inputs=True,
+                    as_served=False,
+                )
+                done = [w for w, _ in ways if not w.stopped and w.raising is None]
+                nxt.extend(done or [s])
+            states = nxt
+        out.extend((s, block, router) for s in states)
+    return out
+
+
+def _holding(st: PathState, obj: Value, field: str, depth: int = 4) -> list[Instance]:
+    """The objects reachable from `obj` (breadth-first over fields) that hold `field` set to an
+    object of a framework class."""
+    found: list[Instance] = []
+    seen: set[int] = set()
+    level: list[Value] = [obj]
+    for _ in range(depth + 1):
+        nxt: list[Value] = []
+        for v in level:
+            if not isinstance(v, Instance) or id(v) in seen:
+                continue
+            seen.add(id(v))
+            fields = st.fields(v)
+            held = fields.get(field)
+            if isinstance(held, Instance) and held.cls is not None:
+                found.append(v)
+            nxt.extend(f for f in fields.values() if isinstance(f, Instance))
+        level = nxt
+    return found

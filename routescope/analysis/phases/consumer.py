@@ -6,9 +6,10 @@ import ast
 from dataclasses import replace
 
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.state import Decision, SinkHit
+from routescope.analysis.engine.state import Decision, PathState, SinkHit
 from routescope.analysis.engine.values import (
     ClassVal,
+    Instance,
     Tensor,
     Value,
 )
@@ -38,11 +39,9 @@ def into_consumer(
     kernel, the router's own path stands (routing is still not done by the router), with a
     note saying why the kernel is not named."""
     rule = rules.data["router"].get("consumer")
-    if not rule:
-        return traced
-    cls = resolve_entry(engine, rule["class"])
-    if not isinstance(cls, ClassVal):
-        return traced
+    cls = consumer_classes(engine, rules)
+    if not rule or not cls or rules.data["router"].get("entry") == "consumer":
+        return traced  # (a trace that starts in the consumer went through it)
     out: list[TracedPath] = []
     for p in traced:
         if p.outcome != "return" or p.end is None or p.value is None:
@@ -125,6 +124,39 @@ def into_consumer(
                 )
             )
     return out
+
+
+def consumer_classes(engine: Engine, rules: FrameworkRules) -> tuple[ClassVal, ...]:
+    """The classes the rules name as the layer a router hands its result to, that this
+    release has."""
+    rule = rules.data["router"].get("consumer") or {}
+    names = rule.get("class", [])
+    found = (resolve_entry(engine, n) for n in ([names] if isinstance(names, str) else names))
+    return tuple(c for c in found if isinstance(c, ClassVal))
+
+
+def decode_entry(
+    engine: Engine, rules: FrameworkRules, st: PathState, block: Value, router: Instance,
+    hidden: Value, logits: Value,
+) -> tuple[Value, list[Value], str]:  # fmt: skip
+    """Where the decode trace starts, with what: the router's call on the scores (`entry` =
+    router), or the call of the layer the block hands the scores to (`entry` = consumer: a
+    layer that decides itself whether the router runs, when its kernel routes inside)."""
+    if rules.data["router"].get("entry") == "consumer":
+        layer = nearest(st, block, consumer_classes(engine, rules))
+        if layer is not None:
+            rule = rules.data["router"]["consumer"]
+            gate = st.fields(layer).get(rule["gate"]["attribute"]) if "gate" in rule else None
+            if isinstance(gate, Instance):  # what the layer's own gate gives: the scores
+                scores = {"scores": logits}
+                gives = rule["gate"]["returns"]
+                returns = engine.evaluate_in(st.fork(), rules.data["package"], gives, scores)
+                if len(returns) == 1:
+                    engine.score_sources[id(gate)] = returns[0][1]
+            fn = engine.attribute(st, layer, rule["call"])[0][1]
+            return fn, [hidden, logits], "the experts layer's decode forward"
+    fn = engine.attribute(st, router, rules.router_call)[0][1]
+    return fn, [Tensor(role="scores"), logits], "the router's decode forward"
 
 
 def _experts_launches(

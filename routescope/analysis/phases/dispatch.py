@@ -9,7 +9,7 @@ from typing import Any
 from routescope.analysis.engine.budget import Budget, few_collections
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Assumption
-from routescope.analysis.engine.state import Decision
+from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.values import (
     AtLeast,
     ClassVal,
@@ -25,12 +25,13 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.index import Index
 from routescope.analysis.phases.block import (
     RouterState,
+    after_loading,
     build_block,
     merge_router_states,
     read_router_state,
 )
 from routescope.analysis.phases.checkpoint import checkpoint_of, config_instance, served_config
-from routescope.analysis.phases.consumer import into_consumer
+from routescope.analysis.phases.consumer import decode_entry, into_consumer
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
 from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, pinned_versions
@@ -118,8 +119,12 @@ def trace_dispatch(
     """Build the model's MoE block with the framework's code and trace its router's forward."""
     start = time.monotonic()
     notes = Notes()
-    facts = build_facts(rules, dep.gpu, dep.env, dep.packages)
+    facts = build_facts(rules, dep.gpu, dep.env, dep.packages, dep.tp)
     facts.versions = pinned_versions(rules, index.tree)
+    dists = rules.data.get("package_distributions", {})
+    facts.distributions = {dists[p]: v for p, v in facts.versions.items() if p in dists}
+    if version is not None:
+        facts.distributions[rules.data["distribution"]] = (version, f"the traced release, {origin}")
     config = config_instance(spec)
     # what summaries may name: the checkpoint's config and the device, as routescope read them
     facts.checkpoint = checkpoint_of(spec)
@@ -127,7 +132,14 @@ def trace_dispatch(
     facts.bindings["gpu_memory_mib"] = Const(
         dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
     )
+    facts.bindings["gpu_capability"] = Const(
+        dep.gpu.capability, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: capability",)
+    )
+    facts.bindings["gpu_name"] = Const(
+        dep.gpu.device_name, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: device_name",)
+    )
     engine = Engine(index, facts, Budget())
+    platform_objects(engine, rules)
     env_declared = check_env_values(engine, rules, dep.env)
     forks: list[Decision] = []
     choosing: list[Decision] = []
@@ -143,17 +155,15 @@ def trace_dispatch(
             "config.json has no architectures: the framework "
             "picks the model class by architectures[0]",
         )
-    models = rules.data["models"]
     model_cls = find_model_class(
         engine,
-        models["package"],
-        models["registry_name"],
+        rules.data["models"],
         arch,
-        models.get("generic_backend"),
         spec.model_type.value if isinstance(spec.model_type.value, str) else None,
         _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map")),
     )
-    site = find_block(engine, model_cls, router_cls)
+    built_by = tuple(rules.data["router"].get("built_by", ()))
+    site = find_block(engine, model_cls, router_cls, built_by)
     facts.bindings["server_model_config"] = server_model_config(engine, rules, server_args, notes)
     quant = served_quantization(
         engine, rules, server_args, dep.quant or spec.quantization.value, notes
@@ -172,11 +182,18 @@ def trace_dispatch(
         "layer_id": Const(layer, ("first MoE layer",)),
         "prefix": Const(f"model.layers.{layer}.mlp"),
     }
+    for name, text in rules.data["models"].get("block_args", {}).items():
+        module = site.block_class.module.name if site.block_class.module else ""
+        got = engine.evaluate_in(PathState(envs=[{}]), module, text, {})
+        several = Unknown(f"{text} has several values", kind=UnknownKind.JOINED)
+        values[name] = got[0][1] if len(got) == 1 else several
     facts.bindings["model_class"] = model_cls
     facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
     facts.bindings["quant_config"] = quant_config
     run_model_init(engine, rules, site, {**values, "config": served}, notes)
     built = build_block(engine, site, values, router_cls)
+    built = after_loading(engine, rules.data["models"].get("after_loading"), built)
+    hidden = _hidden_states(spec, config)
     paths: list[TracedPath] = []
     router_states: list[RouterState] = []
     for bst, block, router in built:
@@ -187,28 +204,22 @@ def trace_dispatch(
         state = read_router_state(bst, router)
         if state is not None:
             router_states.append(state)
-        fn = engine.attribute(bst, router, rules.router_call)[0][1]
         n = spec.num_experts.value
         logits = Tensor(  # the router's scores: what a kernel that routes reads
             (AtLeast(1, "tokens in the batch"), Const(n, ("routed experts",))),
             "torch.float32",
             role="scores",
         )
+        fn, args, what = decode_entry(engine, rules, bst, block, router, hidden, logits)
         engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
         engine.tracing = True
         try:
-            traced = trace_serving(
-                engine,
-                fn,
-                [Tensor(role="scores"), logits],
-                {},
-                bst,
-                "the router's decode forward",
-            )
+            by_kernel = rules.data["router"].get("entry") == "consumer"
+            traced = trace_serving(engine, fn, args, {}, bst, what, by_kernel=by_kernel)
         finally:
             engine.tracing = False
             engine.budget.pop()
-        traced = into_consumer(engine, rules, block, traced, notes, _hidden_states(spec, config))
+        traced = into_consumer(engine, rules, block, traced, notes, hidden)
         for p in traced:
             stopped = p.stopped
             if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
@@ -248,6 +259,17 @@ def trace_dispatch(
         explicit_stops(engine),
         known_arguments(server_args),
     )
+
+
+def platform_objects(engine: Engine, rules: FrameworkRules) -> None:
+    """The rules' platform objects (an installed library's registry of backends, say), each an
+    expression evaluated at the top level of the framework's package: the value code reading
+    that external attribute gets."""
+    objects = rules.data.get("platform", {}).get("objects", {})
+    for name, text in objects.items():
+        got = engine.evaluate_in(PathState(envs=[{}]), rules.data["package"], text, {})
+        if len(got) == 1 and not isinstance(got[0][1], Unknown):
+            engine.facts.attributes[name] = got[0][1]
 
 
 def _auto_model(auto_map: object) -> str | None:

@@ -49,7 +49,9 @@ def load_framework(name: str) -> FrameworkRules:
     return FrameworkRules(data["id"], f"rules/frameworks/{path.name}", data)
 
 
-def _fact(text: str, gpu: GpuProfile, origin: str) -> Value:
+def _fact(text: str, gpu: GpuProfile, origin: str, gpus: int = 1) -> Value:
+    if text == "@gpus":  # the GPUs the server sees: as many as its tensor-parallel ranks
+        return Const(gpus, ("--tp: the GPUs the server sees",))
     if text.startswith("@gpu."):
         field = text.removeprefix("@gpu.")
         value = getattr(gpu, field, None)
@@ -67,17 +69,18 @@ def build_facts(
     gpu: GpuProfile,
     env: dict[str, str],
     packages: dict[str, bool] | None = None,
+    gpus: int = 1,
 ) -> Facts:
     """The platform as the framework's code will see it on `gpu`, plus the user's --env and
     --package."""
     d = rules.data
     platform = d.get("platform", {})
     calls = {
-        k: _fact(v, gpu, f"{rules.path} platform.calls {k}")
+        k: _fact(v, gpu, f"{rules.path} platform.calls {k}", gpus)
         for k, v in platform.get("calls", {}).items()
     }
     attributes = {
-        k: _fact(v, gpu, f"{rules.path} platform.attributes {k}")
+        k: _fact(v, gpu, f"{rules.path} platform.attributes {k}", gpus)
         for k, v in platform.get("attributes", {}).items()
     }
     sinks = [

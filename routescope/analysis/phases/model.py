@@ -15,10 +15,12 @@ from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
+    FunctionVal,
     ModuleVal,
     Unknown,
     UnknownKind,
     Value,
+    describe,
 )
 from routescope.errors import RoutescopeError
 
@@ -34,17 +36,52 @@ class ModelSite:
 
 def find_model_class(
     engine: Engine,
-    package: str,
-    registry: str,
+    models: dict[str, Any],
     arch: str,
-    generic: dict[str, str] | None = None,
     model_type: str | None = None,
     remote: str | None = None,
 ) -> ClassVal:
-    """The class named `arch` in some `<package>.*` module's registry list (the rules name the
-    list, e.g. a module-level `EntryClass`). None names it: the error says what the release does
-    instead, from `generic` (the rules' generic backend: its resolver, where the release has it,
-    and the library it takes the class from; `remote`: the checkpoint's auto_map AutoModel)."""
+    """The model class the release serves `arch` with, found the release's own way (the rules'
+    `models`): its registry lookup evaluated (`lookup`), or the class named `arch` in some
+    `<package>.*` module's registry list (`registry_name`, e.g. a module-level `EntryClass`).
+    None names it: the error says what the release does instead, from `generic_backend` (its
+    resolver, where the release has it, and the library it takes the class from; `remote`: the
+    checkpoint's auto_map AutoModel)."""
+    package, generic = models["package"], models.get("generic_backend")
+    if "lookup" in models:
+        found, why = _looked_up(engine, models["lookup"], arch)
+        if found is not None:
+            return found
+        native = f"the registry ({models['lookup']['in']}) has no model class for it: {why}"
+    else:
+        found = _listed(engine, package, models["registry_name"], arch)
+        if found is not None:
+            return found
+        native = f"no model class of this name in {package} ({models['registry_name']} lists)"
+    tree = engine.index.tree  # type: ignore[attr-defined]
+    if generic is None:
+        raise RoutescopeError(arch, native)
+    raise RoutescopeError(
+        arch, f"{native}; {_generic_backend(tree, engine, generic, arch, model_type, remote)}"
+    )
+
+
+def _looked_up(engine: Engine, lookup: dict[str, str], arch: str) -> tuple[ClassVal | None, str]:
+    """The class the release's registry lookup gives for `arch`, or None and why not."""
+    got = engine.evaluate_in(
+        PathState(envs=[{}]), lookup["in"], lookup["expr"], {"architecture": Const(arch)}
+    )
+    classes = {id(v): v for st, v in got if st.raising is None and isinstance(v, ClassVal)}
+    if len(classes) == 1:
+        return next(iter(classes.values())), ""
+    raised = next((st for st, _ in got if st.raising is not None), None)
+    if raised is not None:
+        return None, f"{lookup['expr']} raises {describe(raised.raising)}"  # type: ignore[arg-type]
+    return None, f"{lookup['expr']} gives {' or '.join(describe(v) for _, v in got) or 'nothing'}"
+
+
+def _listed(engine: Engine, package: str, registry: str, arch: str) -> ClassVal | None:
+    """The class named `arch` in some `<package>.*` module's `registry` list."""
     tree = engine.index.tree  # type: ignore[attr-defined]
     prefix = package.replace(".", "/") + "/"
     files = [f for f in tree.files() if f.startswith(prefix) and f.endswith(".py")]
@@ -63,12 +100,7 @@ def find_model_class(
         for cls in _classes_in(entry):
             if cls.qualname.split(":")[-1] == arch:
                 return cls
-    native = f"no model class of this name in {package} ({registry} lists)"
-    if generic is None:
-        raise RoutescopeError(arch, native)
-    raise RoutescopeError(
-        arch, f"{native}; {_generic_backend(tree, engine, generic, arch, model_type, remote)}"
-    )
+    return None
 
 
 def _generic_backend(
@@ -241,15 +273,26 @@ def _ctx(module: ModuleVal) -> Ctx:
     return Ctx(module, module.relpath, f"{module.name}:<scan>")
 
 
-def find_block(engine: Engine, model: ClassVal, router: ClassVal, max_depth: int = 5) -> ModelSite:
-    """Breadth-first through constructor calls until a class whose __init__ builds the router."""
+def find_block(
+    engine: Engine,
+    model: ClassVal,
+    router: ClassVal,
+    built_by: tuple[str, ...] = (),
+    max_depth: int = 5,
+) -> ModelSite:
+    """Breadth-first through constructor calls until a class whose __init__ builds the router:
+    constructs it, or calls a function the rules say builds it (`built_by`, a factory), or a
+    function of the framework that calls one (a layer factory around the router factory)."""
+    builders = _builders(engine, built_by)
     frontier: list[tuple[ClassVal, tuple[str, ...]]] = [(model, (model.qualname,))]
     seen: set[str] = set()
     for _ in range(max_depth):
         nxt: list[tuple[ClassVal, tuple[str, ...]]] = []
         for cls, chain in frontier:
             made = _constructed(engine, cls)
-            if any(m is router or router in m.mro() for m in made):
+            if any(m is router or router in m.mro() for m in made) or _calls_builder(
+                engine, cls, builders
+            ):
                 return ModelSite(model, cls, chain)
             for m in made:
                 if m.qualname not in seen:
@@ -258,3 +301,62 @@ def find_block(engine: Engine, model: ClassVal, router: ClassVal, max_depth: int
         frontier = nxt
     name = router.qualname
     raise RoutescopeError(model.qualname, f"no class built by this model constructs {name}")
+
+
+def _builders(engine: Engine, built_by: tuple[str, ...]) -> set[ast.AST]:
+    """The function bodies of the rules' router factories this release has."""
+    out: set[ast.AST] = set()
+    for entry in built_by:
+        module, _, qual = entry.partition(":")
+        mod = engine.load_module(module)
+        fn = mod.globals.get(qual) if mod is not None and mod.error is None else None
+        node = getattr(engine.resolved(fn), "node", None) if fn is not None else None
+        if node is not None:
+            out.add(node)
+    return out
+
+
+def _calls_builder(engine: Engine, cls: ClassVal, builders: set[ast.AST], depth: int = 2) -> bool:
+    """Whether the constructor of `cls` calls a router factory, directly or through functions of
+    the framework it calls (`depth` levels): FusedMoEFactory(...) -> create_fused_moe_router."""
+    if not builders:
+        return False
+    bodies = [getattr(owner.attrs.get("__init__"), "node", None) for owner in cls.mro()]
+    functions = [(b, getattr(owner.attrs.get("__init__"), "module", None))
+                 for b, owner in zip(bodies, cls.mro(), strict=True) if b is not None]  # fmt: skip
+    seen: set[int] = set()
+    for _ in range(depth + 1):
+        nxt = []
+        for node, module in functions:
+            if id(node) in seen or module is None:
+                continue
+            seen.add(id(node))
+            for called in _called_functions(engine, module, node):
+                if called.node in builders:
+                    return True
+                nxt.append((called.node, called.module))
+        functions = nxt
+    return False
+
+
+def _called_functions(engine: Engine, module: ModuleVal, node: ast.AST) -> list[Any]:
+    """Framework functions (not classes) a body calls by a module-level name or dotted path."""
+    out = []
+    st = PathState(envs=[module.globals])
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Call) or not _is_static(sub.func):
+            continue
+        if isinstance(sub.func, ast.Name) and sub.func.id in ("self", "super", "cls"):
+            continue
+        engine.ctx.append(_ctx(module))
+        try:
+            got = engine.ev(st.fork(), sub.func)
+        except Exception:  # a name the scan cannot evaluate calls nothing it can follow
+            got = []
+        finally:
+            engine.ctx.pop()
+        for _, v in got:
+            v = engine.resolved(v)
+            if isinstance(v, FunctionVal) and v.node is not None and v.module is not None:
+                out.append(v)
+    return out

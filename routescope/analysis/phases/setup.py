@@ -7,7 +7,7 @@ from typing import Any
 
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.join import JOIN_DEPTH, join_fields
+from routescope.analysis.engine.join import JOIN_DEPTH, join_fields, join_values
 from routescope.analysis.engine.joinscope import joining
 from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.values import (
@@ -108,6 +108,10 @@ def server_arguments(
                 )
             engine.commit_all([s for s, _ in outs], inst)  # what it wrote on other objects
             inst = settle(inst, [s for s, _ in outs], notes, step)
+        if "product" in sa_rules:
+            engine.facts.bindings["server_config"] = _product(
+                engine, cls, inst, str(sa_rules["product"]), notes, forks, unsettled
+            )
         for entry in sa_rules.get("install", []):
             if unsettled:  # publishing half-resolved arguments would resolve them again
                 notes.append(
@@ -134,6 +138,59 @@ def server_arguments(
         return inst
     notes.append("no server-argument class found; server arguments are unknown")
     return Unknown("server arguments", kind=UnknownKind.INPUT)
+
+
+def _product(
+    engine: Engine,
+    cls: ClassVal,
+    inst: Instance,
+    name: str,
+    notes: Notes,
+    forks: list[Decision],
+    unsettled: bool,
+) -> Value:
+    """The configuration the server runs with, built by the argument object's own method (an
+    engine-arguments class's create-config method): one object on every way through it, its
+    fields joined where the ways differ; Unknown, saying why, when it could not be built."""
+    method = cls.lookup(name)
+    if unsettled or not isinstance(method, FunctionVal):
+        why = "the server arguments did not settle" if unsettled else f"no {name} in this release"
+        notes.append(f"the server configuration ({cls.qualname}.{name}) was not built: {why}")
+        return Unknown(f"the server configuration: {why}", kind=UnknownKind.INPUT)
+    what = f"server configuration {cls.qualname}.{name}"
+    fatal = len(engine.fatal)
+    outs = run_phase(
+        engine,
+        PHASE_STEPS["server_args"],
+        what,
+        lambda: engine.call(PathState(envs=[{}]), method.bind(inst), [], {}, None),
+        merge_at=4,
+    )
+    stopped = next((s.stopped for s, _ in outs if s.stopped), "")
+    if stopped:
+        notes.did_not_finish(f"{what} did not finish: {stopped}")
+        return Unknown(f"the server configuration: {stopped}", kind=UnknownKind.BUDGET)
+    if len(engine.fatal) > fatal:  # every way through raises: what the tolerant run built is
+        return Unknown(f"the server configuration: {engine.fatal[-1]}",  # not what serves
+                       kind=UnknownKind.RAISED)  # fmt: skip
+    if len(outs) > 1:
+        forks.extend(d for s, _ in outs for d in s.decisions
+                     if d.value is None and d.kind is not UnknownKind.JOINED)  # fmt: skip
+    values = [v for _, v in outs]
+    states = [s for s, _ in outs]
+    if values and all(v is values[0] for v in values) and isinstance(values[0], Instance):
+        engine.commit_all(states, inst)
+        return settle(values[0], states, notes, what)
+    why = f"depends on conditions in {what} the facts do not decide"
+    joined = join_values(list(values), states, why) if values else None
+    if not isinstance(joined, Instance):  # not one kind of object on every way
+        shown = " or ".join(dict.fromkeys(describe(v) for v in values)) or "nothing"
+        notes.did_not_finish(f"{what} did not build one configuration: {shown}")
+        return Unknown(f"the server configuration: {shown}", kind=UnknownKind.JOINED)
+    engine.commit_all(states, inst)
+    notes.append(f"{what}: {len(values)} ways through it; the configuration is joined over "
+                 "them (a setting they disagree on is unknown)")  # fmt: skip
+    return joined
 
 
 TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")

@@ -76,8 +76,11 @@ def trace_call(
     kwargs: dict[str, Value],
     receiver: Value | None = None,
     start: PathState | None = None,
+    by_kernel: bool = False,
 ) -> list[TracedPath]:
-    """Every path through `fn(*args, **kwargs)`; a budget overrun ends a path, never the run."""
+    """Every path through `fn(*args, **kwargs)`; a budget overrun ends a path, never the run.
+    `by_kernel`: the path's sink is the first kernel on it that routed (a layer that routes
+    and then runs the experts returns their output, not the routing)."""
     if isinstance(fn, FunctionVal) and receiver is not None:
         fn = fn.bind(receiver)
     if isinstance(fn, Unknown) and fn.exc is not None:  # its module's import raises
@@ -99,7 +102,8 @@ def trace_call(
         return [TracedPath(tuple(st.decisions), tuple(st.trail), None, "stop", "", str(exc))]
     out: list[TracedPath] = []
     for s, kind, v in outcomes:
-        sink, stopped = _sink(s, v), s.stopped
+        routed = next((h for h in s.sinks if h.routes), None) if by_kernel else None
+        sink, stopped = routed or _sink(s, v), s.stopped
         if sink is not None and sink.kind == UNRECOGNISED:
             stopped = stopped or (f"the ids come from a call routescope does not recognise as a "
                                   f"kernel ({sink.name}) at {sink.file}:{sink.line}")  # fmt: skip
@@ -142,13 +146,14 @@ def trace_serving(
     start: PathState | None,
     what: str,
     as_served: bool = True,
+    by_kernel: bool = False,
 ) -> list[TracedPath]:
     """trace_call, for a decode step a serving deployment runs: when every way through raises
     (the code reads state of a running worker no phase builds, or the deployment really
     fails there: both are noted), it is traced again going on past the calls that raise.
     Not `as_served` (a layer routescope staged without the weights loading would give it),
     the raise is noted without making the answer incomplete, and nothing past it is traced."""
-    traced = trace_call(engine, fn, args, kwargs, start=start)
+    traced = trace_call(engine, fn, args, kwargs, start=start, by_kernel=by_kernel)
     if not traced or any(p.outcome != "raise" for p in traced):
         return traced
     for p in traced:
@@ -170,6 +175,6 @@ def trace_serving(
         return traced
     engine.tolerant = True
     try:
-        return trace_call(engine, fn, args, kwargs, start=start)
+        return trace_call(engine, fn, args, kwargs, start=start, by_kernel=by_kernel)
     finally:
         engine.tolerant = False

@@ -1,0 +1,155 @@
+"""The set-up phases as a rule file declares them, on a synthetic framework shaped like vLLM's
+start-up: the model class from the release's own registry lookup (`models.lookup`), the MoE
+block found through the factory functions that build its router (`router.built_by`), and the
+configuration the server runs with built by the argument object's own method
+(`server_args.product`). Nothing here names a real framework."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.values import ClassVal, Const, Instance
+from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.frameworks import FrameworkRules
+from routescope.analysis.phases.model import find_block, find_model_class
+from routescope.analysis.phases.notes import Notes
+from routescope.analysis.phases.setup import server_arguments
+from routescope.analysis.phases.trace import resolve_entry
+from routescope.errors import RoutescopeError
+from routescope.hardware import resolve_gpu
+from tests.engine.test_engine_synthetic import SINKS, make_tree
+
+FILES = {
+    "registry.py": """
+        import importlib
+
+        _MODELS = {"ToyForCausalLM": ("toy", "ToyForCausalLM")}
+
+        class _Lazy:
+            def __init__(self, module, name):
+                self.module, self.name = module, name
+
+            def load_model_cls(self):
+                return getattr(importlib.import_module(self.module), self.name)
+
+        REGISTRY = {arch: _Lazy(f"fw.models.{mod}", cls) for arch, (mod, cls) in _MODELS.items()}
+    """,
+    "models/__init__.py": "",
+    "models/toy.py": """
+        from fw.layer import make_experts
+
+        class ToyMoE:
+            def __init__(self, config, prefix=""):
+                self.experts = make_experts(config.top_k)
+
+        class ToyDecoder:
+            def __init__(self, config):
+                self.mlp = ToyMoE(config)
+
+        class ToyForCausalLM:
+            def __init__(self, config):
+                self.layer = ToyDecoder(config)
+    """,
+    "layer.py": """
+        from fw.router import make_router
+
+        def make_experts(top_k):
+            return {"router": make_router(top_k)}
+    """,
+    "router.py": """
+        class TopKRouter:
+            def __init__(self, top_k):
+                self.top_k = top_k
+
+        def make_router(top_k):
+            return TopKRouter(top_k)
+    """,
+    "args.py": """
+        from dataclasses import dataclass
+
+        @dataclass
+        class Config:
+            tp: int
+            fast: bool
+
+        @dataclass
+        class Args:
+            model: str = ""
+            tp: int = 1
+            quantization: str = None
+            fast: bool = False
+
+            def __post_init__(self):
+                if self.tp > 4:
+                    self.fast = True
+
+            def build_config(self):
+                if self.quantization == "int3":
+                    raise ValueError("no such quantization")
+                return Config(tp=self.tp, fast=self.fast)
+    """,
+}
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    return Engine(make_tree(tmp_path, FILES), Facts(sinks=SINKS))
+
+
+def test_the_model_class_comes_from_the_registry_lookup(engine: Engine) -> None:
+    lookup = {"in": "fw.registry", "expr": "REGISTRY[architecture].load_model_cls()"}
+    models = {"package": "fw.models", "lookup": lookup}
+    cls = find_model_class(engine, models, "ToyForCausalLM")
+    assert cls.qualname == "fw.models.toy:ToyForCausalLM"
+    with pytest.raises(RoutescopeError) as err:
+        find_model_class(engine, models, "NoSuchForCausalLM")
+    assert "the registry (fw.registry) has no model class for it" in str(err.value)
+    assert "KeyError" in str(err.value)
+
+
+def test_the_block_is_found_through_the_router_factories(engine: Engine) -> None:
+    model = resolve_entry(engine, "fw.models.toy:ToyForCausalLM")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    site = find_block(engine, model, router, ("fw.router:make_router",))
+    assert site.block_class.qualname == "fw.models.toy:ToyMoE"
+    assert site.chain[-1] == "fw.models.toy:ToyMoE"
+    with pytest.raises(RoutescopeError):  # without the factories, nothing constructs it
+        find_block(engine, model, router)
+
+
+def _rules(**server_args: object) -> FrameworkRules:
+    fields = {"model": "model", "tp": "tp", "quant": "quantization"}
+    sa = {"class": ["fw.args:Args"], "post_init": ["__post_init__"], "fields": fields}
+    sa.update(server_args)
+    return FrameworkRules("fw", "rules/frameworks/fw.toml", {"server_args": sa})
+
+
+@pytest.mark.parametrize(("tp", "fast"), [(8, True), (2, False)])
+def test_the_server_configuration_is_built_by_the_arguments_own_method(
+    engine: Engine, tp: int, fast: bool
+) -> None:
+    engine.facts.checkpoint = None
+    notes = Notes()
+    dep = Deployment(resolve_gpu("sm120"), tp=tp)
+    args = server_arguments(engine, _rules(product="build_config"), dep, notes, [])
+    assert isinstance(args, Instance)
+    config = engine.facts.bindings["server_config"]
+    assert isinstance(config, Instance) and config.cls is not None
+    assert config.cls.qualname == "fw.args:Config"
+    assert isinstance(config.fields["fast"], Const) and config.fields["fast"].value is fast
+
+
+def test_a_configuration_every_way_through_raises_is_said(engine: Engine) -> None:
+    """A quantization the configuration rejects: every way through build_config raises, the
+    phase did not finish, and the configuration is unknown, never a half-built object."""
+    engine.facts.checkpoint = None
+    notes = Notes()
+    dep = Deployment(resolve_gpu("sm120"), quant="int3")
+    server_arguments(engine, _rules(product="build_config"), dep, notes, [])
+    assert not isinstance(engine.facts.bindings["server_config"], Instance)
+    assert any("build_config did not finish" in f and "ValueError" in f for f in engine.fatal)
