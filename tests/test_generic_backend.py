@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from routescope.analysis.phases import model
+from routescope.analysis.phases import generic
 from routescope.errors import RoutescopeError
 from routescope.source.tree import Metadata
 
@@ -56,7 +56,7 @@ def library(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def _said(resolver: Any, pins: dict[str, str], remote: str | None = None) -> str:
-    return model._generic_backend(_tree(pins), _engine(resolver), GENERIC, "ToyForCausalLM",
+    return generic.generic_backend(_tree(pins), _engine(resolver), GENERIC, "ToyForCausalLM",
                                   "toy-moe", remote)  # fmt: skip
 
 

@@ -361,3 +361,61 @@ def route(x):
     return torch.topk(x, 2)
 """
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_closures_properties_class_decorators_and_registered_ops(tmp_path: Path) -> None:
+    """A nested function that calls itself through its enclosing frame (bound by the def after
+    it was made: it was never entered); a property read through super() runs (it gave the bound
+    getter, which is true); a registering class decorator sets its class attribute; an op a
+    torch.library.Library registers with a Python implementation runs that function when
+    torch.ops.<namespace>.<op> is called (it counted as a compiled kernel)."""
+    body = """
+from torch.library import Library
+
+lib = Library("fw", "FRAGMENT")
+REGISTRY = {}
+
+def register(name):
+    def decorator(cls):
+        cls.name = name
+        REGISTRY[name] = cls
+        return cls
+    return decorator
+
+@register("moe")
+class Op:
+    pass
+
+class Base:
+    @property
+    def monolithic(self):
+        return False
+
+class Child(Base):
+    @property
+    def monolithic(self):
+        return super().monolithic
+
+def apply_defaults(root, defaults):
+    def rec(obj, d):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                rec(obj[k], v)
+            else:
+                obj[k] = v
+    rec(root, defaults)
+    return root
+
+def _impl(x):
+    return torch.topk(x, 2)
+
+lib.impl("moe_forward", _impl, "CUDA")
+
+def route(x):
+    cfg = apply_defaults({"a": {"b": {"c": None}}}, {"a": {"b": {"c": 1}}})
+    if cfg["a"]["b"]["c"] == 1 and Op.name == "moe" and REGISTRY["moe"] is Op and (
+            not Child().monolithic):
+        return torch.ops.fw.moe_forward(x)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["torch"]

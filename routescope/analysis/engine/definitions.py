@@ -104,9 +104,10 @@ class DefinitionsMixin(EngineBase):
             )
         return out or None
 
-    def _register(self, st: PathState, fn: FunctionVal, decorators: list[ast.expr]) -> None:
-        """Run the framework's own decorators of a module-level function for what they record
-        (a registry's append); the name keeps the function itself, as before."""
+    def _register(self, st: PathState, fn: Value, decorators: list[ast.expr]) -> None:
+        """Run the framework's own decorators of a module-level function or class for what
+        they record (a registry's append, the class attribute a registering decorator sets);
+        the name keeps the function or class itself, as before."""
         for d in reversed(decorators):
             try:
                 heads = self.ev(st.fork(), d)
@@ -161,6 +162,8 @@ class DefinitionsMixin(EngineBase):
             self._class_body(cls, body_st, node)
         finally:
             self.ctx.pop()
+        if node.decorator_list and prefix == "" and st.env is mod.globals:
+            self._register(st, cls, node.decorator_list)
         return cls
 
     def _class_body(self, cls: ClassVal, st: PathState, node: ast.ClassDef) -> None:

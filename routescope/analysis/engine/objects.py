@@ -109,8 +109,9 @@ class ObjectsMixin(EngineBase):
                 and (recv.cls is not None and ModuleTypeInit.BASE in recv.cls.external_bases())
             ):
                 return [(st, ModuleTypeInit(recv))]
-            if isinstance(found, FunctionVal):
-                return [(st, found.bind(obj.receiver))]
+            if isinstance(found, FunctionVal):  # a property read through super() runs
+                owner = recv.cls if isinstance(recv, Instance) and recv.cls else recv
+                return self._method(st, found, recv, owner)
             return [
                 (st, found or Unknown(f"super() has no attribute {name}", kind=UnknownKind.ABSENT))
             ]
@@ -127,19 +128,7 @@ class ObjectsMixin(EngineBase):
             if obj.cls is not None:
                 found = self.class_lookup(st, obj.cls, name)
                 if isinstance(found, FunctionVal):
-                    if "property" in found.decorators or any(
-                        d.endswith(".getter")
-                        or d == "cached_property"
-                        or d.endswith("cached_property")
-                        for d in found.decorators
-                    ):
-                        got = self.invoke(st, found.bind(obj), [], {}, None)
-                        return self.returned(st, got, f"{found.qualname} raised")
-                    if "staticmethod" in found.decorators:
-                        return [(st, found)]
-                    if "classmethod" in found.decorators:
-                        return [(st, found.bind(obj.cls))]
-                    return [(st, found.bind(obj))]
+                    return self._method(st, found, obj, obj.cls)
                 if found is not None:
                     return [(st, found)]
                 if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
@@ -221,15 +210,33 @@ class ObjectsMixin(EngineBase):
                     return [(st, Unknown(f"a function has no {name}", kind=UnknownKind.ABSENT))]
                 if name == "__self__":
                     return [(st, obj.bound)]
-                owner = obj.bound.cls if isinstance(obj.bound, Instance) else obj.bound
-                found = (
-                    owner.lookup(qual.rsplit(".", 1)[-1]) if isinstance(owner, ClassVal) else None
+                bound_to = obj.bound.cls if isinstance(obj.bound, Instance) else obj.bound
+                method = (
+                    bound_to.lookup(qual.rsplit(".", 1)[-1])
+                    if isinstance(bound_to, ClassVal)
+                    else None
                 )
-                return [(st, found if isinstance(found, FunctionVal) else replace(obj, bound=None))]
+                return [
+                    (st, method if isinstance(method, FunctionVal) else replace(obj, bound=None))
+                ]
             return [(st, Unknown(f"attribute {name} of function", kind=UnknownKind.OPAQUE))]
         if isinstance(obj, Unknown):  # an attribute of an unknown value: as unknown
             return [(st, Unknown(obj.reason, obj.origins, kind=obj.kind))]
         return [(st, Unknown(f"attribute of {type(obj).__name__}", kind=UnknownKind.UNSUPPORTED))]
+
+    def _method(self, st: PathState, found: FunctionVal, obj: Value, cls: Value) -> Paths:
+        """A function found on the class of `obj`, as the attribute lookup gives it: a
+        property's value, a static function, a method bound to the class or to `obj`."""
+        if "property" in found.decorators or any(
+            d.endswith(".getter") or d.endswith("cached_property") for d in found.decorators
+        ):
+            got = self.invoke(st, found.bind(obj), [], {}, None)
+            return self.returned(st, got, f"{found.qualname} raised")
+        if "staticmethod" in found.decorators:
+            return [(st, found)]
+        if "classmethod" in found.decorators:
+            return [(st, found.bind(cls))]
+        return [(st, found.bind(obj))]
 
     def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None:
         obj = self.resolved(obj)

@@ -8,7 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 from routescope.analysis.engine.base import EngineBase, Paths
-from routescope.analysis.engine.containers import UNTOLD, DictVal, ListVal, SetVal, TupleVal, key_of
+from routescope.analysis.engine.containers import (
+    UNTOLD,
+    DictVal,
+    ListVal,
+    SetVal,
+    TupleVal,
+    key_of,
+    new_tuple,
+)
 from routescope.analysis.engine.contents import contains, entries, seq_items, snapshot
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import (
@@ -94,6 +102,22 @@ def record_eq(st: PathState, a: Value, b: Value, depth: int) -> bool | None:
 def _generated_eq(cls: ClassVal) -> bool:
     """A record class whose == is the generated field-by-field one."""
     return (is_dataclass(cls) or is_struct(cls)) and not any("__eq__" in c.attrs for c in cls.mro())
+
+
+def named_tuple(st: PathState, v: Value) -> Value:
+    """A NamedTuple instance as the tuple it is (its fields in order); anything else as is.
+    (Its own comparison methods that take only their own class answer NotImplemented for a
+    plain tuple, and Python then compares the two as tuples.)"""
+    if (
+        isinstance(v, Instance)
+        and v.cls is not None
+        and any(b.endswith("NamedTuple") for b in v.cls.external_bases())
+    ):
+        fields = st.fields(v)
+        names = field_names(v.cls)
+        if all(n in fields for n in names):
+            return new_tuple([fields[n] for n in names])
+    return v
 
 
 def equal(st: PathState, a: Value, b: Value, depth: int = 3) -> bool | None:
@@ -189,6 +213,8 @@ class OperatorsMixin(EngineBase):
 
     def compare(self, op: ast.cmpop, a: Value, b: Value, st: PathState | None = None) -> Value:
         """`a OP b` as this path sees its operands (`st` None: no container is read)."""
+        if st is not None and not isinstance(op, (ast.Is, ast.IsNot)):
+            a, b = named_tuple(st, a), named_tuple(st, b)  # a NamedTuple compares as a tuple
         if isinstance(op, (ast.Is, ast.IsNot)):
             same = self.identical(a, b)
             if same is None:

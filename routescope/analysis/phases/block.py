@@ -125,6 +125,9 @@ def build_block(
         parent = resolve_entry(engine, site.chain[-2])
         if isinstance(parent, ClassVal) and parent is not site.model_class:
             cls = parent
+            prefix = values.get("prefix")  # the parent's own module path (model.layers.1)
+            if isinstance(prefix, Const) and isinstance(prefix.value, str):
+                values = {**values, "prefix": Const(prefix.value.rpartition(".")[0])}
     built = run_phase(
         engine,
         PHASE_STEPS["block"],
@@ -160,7 +163,7 @@ def after_loading(
     out: list[tuple[PathState, Value, Value]] = []
     for st, block, router in built:
         states = [st]
-        for module in _holding(st, block, "quant_method"):
+        for module in holding(st, block, "quant_method"):
             method = engine.attribute(st, st.fields(module)["quant_method"], name)[0][1]
             if not isinstance(method, FunctionVal):
                 continue
@@ -181,7 +184,7 @@ def after_loading(
     return out
 
 
-def _holding(st: PathState, obj: Value, field: str, depth: int = 4) -> list[Instance]:
+def holding(st: PathState, obj: Value, field: str, depth: int = 4) -> list[Instance]:
     """The objects reachable from `obj` (breadth-first over fields) that hold `field` set to an
     object of a framework class."""
     found: list[Instance] = []

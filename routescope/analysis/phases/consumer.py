@@ -14,7 +14,7 @@ from routescope.analysis.engine.values import (
     Value,
 )
 from routescope.analysis.modules import module_name
-from routescope.analysis.phases.block import nearest
+from routescope.analysis.phases.block import holding, nearest
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.setup import PHASE_STEPS
 from routescope.analysis.phases.trace import (
@@ -146,13 +146,14 @@ def decode_entry(
         layer = nearest(st, block, consumer_classes(engine, rules))
         if layer is not None:
             rule = rules.data["router"]["consumer"]
-            gate = st.fields(layer).get(rule["gate"]["attribute"]) if "gate" in rule else None
-            if isinstance(gate, Instance):  # what the layer's own gate gives: the scores
+            gate = rule.get("gate")
+            for holder in holding(st, layer, gate["attribute"]) if gate else ():
+                # what the gate the layer (or a part of it) holds gives: the router's scores
                 scores = {"scores": logits}
-                gives = rule["gate"]["returns"]
-                returns = engine.evaluate_in(st.fork(), rules.data["package"], gives, scores)
+                returns = engine.evaluate_in(st.fork(), rules.data["package"], gate["returns"],
+                                             scores)  # fmt: skip
                 if len(returns) == 1:
-                    engine.score_sources[id(gate)] = returns[0][1]
+                    engine.score_sources[id(st.fields(holder)[gate["attribute"]])] = returns[0][1]
             fn = engine.attribute(st, layer, rule["call"])[0][1]
             return fn, [hidden, logits], "the experts layer's decode forward"
     fn = engine.attribute(st, router, rules.router_call)[0][1]

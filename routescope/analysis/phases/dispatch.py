@@ -222,7 +222,13 @@ def trace_dispatch(
         traced = into_consumer(engine, rules, block, traced, notes, hidden)
         for p in traced:
             stopped = p.stopped
-            if not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
+            if not stopped and p.sink is None and by_kernel:
+                # the layer that routes and runs the experts reached no kernel that routes: the
+                # routing is not shown (never "routes nothing": it is that layer's own job)
+                stopped = f"{what} reached no kernel that routes (it returned {p.result})"
+            elif (
+                not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames)
+            ):
                 # no kernel and no known result: nothing shows the routing happens downstream
                 stopped = f"the router's forward returned an unknown value: {p.result}"
             paths.append(replace(p, stopped=stopped, setup=tuple(bst.decisions),

@@ -4,7 +4,6 @@ own registry and constructors: no per-model tables."""
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +21,7 @@ from routescope.analysis.engine.values import (
     Value,
     describe,
 )
+from routescope.analysis.phases.generic import generic_backend
 from routescope.errors import RoutescopeError
 
 
@@ -62,7 +62,7 @@ def find_model_class(
     if generic is None:
         raise RoutescopeError(arch, native)
     raise RoutescopeError(
-        arch, f"{native}; {_generic_backend(tree, engine, generic, arch, model_type, remote)}"
+        arch, f"{native}; {generic_backend(tree, engine, generic, arch, model_type, remote)}"
     )
 
 
@@ -103,83 +103,6 @@ def _listed(engine: Engine, package: str, registry: str, arch: str) -> ClassVal 
     return None
 
 
-def _generic_backend(
-    tree: Any,
-    engine: Engine,
-    generic: dict[str, str],
-    arch: str,
-    model_type: str | None,
-    remote: str | None,
-) -> str:
-    """What the release does with an architecture no registry names, as far as its source and
-    the library it pins say; what was not read is said, never guessed."""
-    try:
-        resolver = engine.index.find_function(generic["function"])  # type: ignore[attr-defined]
-    except RoutescopeError as exc:
-        return f"its generic backend ({generic['function']}) could not be read: {exc.message}"
-    if resolver is None:
-        return f"{tree.origin} has no resolver {generic['function']}: no generic backend serves it"
-    at = f"{generic['function']}, {resolver.relpath}:{resolver.line}"
-    library = generic.get("library", "the library")
-    found, text = _library_class(tree, generic, arch, model_type)
-    if found is False and remote:
-        return (
-            f"{text}, so its generic backend ({at}) takes the checkpoint's own code "
-            f"(auto_map AutoModel = {remote}), which routescope never runs or traces"
-        )
-    if found is False:
-        return (f"its generic backend ({at}) takes the class from {library}, and {text}: "
-                "the release cannot load this model")  # fmt: skip
-    served = f"the release serves it through {generic['serves']} ({at}"
-    if found is True:
-        return f"{served}; the class: {text}; if it passes the backend's compatibility check)"
-    other = f", or the checkpoint's auto_map AutoModel = {remote}" if remote else ""
-    return (f"{served}) if {library}, as the server has it, defines the class{other} "
-            f"(not checked: {text})")  # fmt: skip
-
-
-def _library_class(
-    tree: Any, generic: dict[str, str], arch: str, model_type: str | None
-) -> tuple[bool | None, str]:
-    """Whether the library the generic backend takes classes from, at the framework's pin,
-    defines `arch`, with where ("transformers==5.19.0 transformers/models/dots1/
-    modeling_dots1.py:539") or why not; None and the reason when that could not be read (no
-    exact pin, no model_type, offline and not cached, no network)."""
-    from routescope.source.open import open_published
-
-    library, module = generic.get("library"), generic.get("library_module")
-    if not library or not module or not model_type:
-        return None, "the rules name no library module for it" if model_type else "no model_type"
-    try:
-        version = tree.metadata().pinned(library)
-    except (RoutescopeError, OSError, AttributeError):
-        version = None
-    if version is None:
-        return None, f"{tree.origin} pins no exact {library} version"
-    # transformers' own model_type -> module name (models/auto/configuration_auto.py)
-    rel = module.format(model_type=model_type.replace("-", "_"))
-    offline = callable(getattr(tree, "can_fetch", None)) and not tree.can_fetch()
-    try:
-        lib = open_published(library, version, offline=offline, progress=False)
-        if rel not in lib.files():
-            # not where the library keeps this model_type's classes: registered anywhere?
-            registry = generic.get("library_registry")
-            if registry and registry in lib.files():
-                named = f'"{arch}"' in lib.read_bytes(registry).decode("utf-8", "replace")
-                if not named:
-                    return False, (f"{library}=={version}, which it pins, has no {rel} and "
-                                   f"names no {arch} in {registry}")  # fmt: skip
-            return None, f"{library}=={version} has no {rel}; where it defines {arch} not found"
-        text = lib.read_bytes(rel).decode("utf-8", "replace")
-    except RoutescopeError as exc:
-        return None, f"{library}=={version} not read: {exc.message}"
-    m = re.search(rf"^class {re.escape(arch)}\b", text, re.MULTILINE)
-    if m is None:
-        return False, f"{library}=={version}, which it pins, defines no class {arch} in {rel}"
-    line = text.count("\n", 0, m.start()) + 1
-    return True, f"{library}=={version} {rel}:{line}"
-
-
 def _classes_in(v: Value) -> list[ClassVal]:
     if isinstance(v, ClassVal):
         return [v]
@@ -189,9 +112,10 @@ def _classes_in(v: Value) -> list[ClassVal]:
     return []
 
 
-def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
+def _constructed(engine: Engine, cls: ClassVal, called_only: bool = False) -> list[ClassVal]:
     """Framework classes named in the __init__ of `cls` or its bases: called, or passed on
-    (a decoder-layer class handed to a base model's constructor), lambdas included."""
+    (a decoder-layer class handed to a base model's constructor), lambdas included;
+    `called_only`: the classes it calls."""
     out: list[ClassVal] = []
     bodies = [owner.attrs.get("__init__") for owner in cls.mro()]
     # the methods of its own an __init__ builds parts with (`self.model = self._init_model(..)`,
@@ -201,7 +125,10 @@ def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
         for sub in ast.walk(node) if node is not None else ():
             if _self_call(sub):
                 method = cls.lookup(sub.func.attr)  # type: ignore[attr-defined]
-                if getattr(method, "node", None) is not None and method not in bodies:
+                if isinstance(method, ClassVal):  # `self.model_cls(...)`: a class it builds
+                    if method.node is not None and method not in out and method is not cls:
+                        out.append(method)
+                elif getattr(method, "node", None) is not None and method not in bodies:
                     bodies.append(method)
     for init in bodies:
         node = getattr(init, "node", None)
@@ -212,10 +139,16 @@ def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
         for cls_val in _imported_here(engine, module, node):  # `from m import C` in __init__
             if cls_val not in out and cls_val is not cls:
                 out.append(cls_val)
+        tested = _type_tests(node)
+        calls = {id(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)}
         for sub in ast.walk(node):
+            if called_only and id(sub) not in calls:
+                continue
             if not isinstance(sub, (ast.Name, ast.Attribute)) or not isinstance(sub.ctx, ast.Load):
                 continue
             if isinstance(sub, ast.Name) and sub.id in ("self", "super", "cls"):
+                continue
+            if id(sub) in tested:  # `isinstance(layer.mlp, C)`: C is tested for, not built
                 continue
             engine.ctx.append(_ctx(module))
             try:
@@ -228,6 +161,31 @@ def _constructed(engine: Engine, cls: ClassVal) -> list[ClassVal]:
                 v = engine.resolved(v)
                 if isinstance(v, ClassVal) and v.node is not None and v not in out and v is not cls:
                     out.append(v)
+    return out
+
+
+def _type_tests(node: ast.AST) -> set[int]:
+    """Where a body names a class without building it: the class operands of isinstance /
+    issubclass calls (tuples of classes too) and annotations."""
+    out: set[int] = set()
+    for sub in ast.walk(node):
+        notes: list[ast.expr] = []
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = (*sub.args.posonlyargs, *sub.args.args, *sub.args.kwonlyargs)
+            notes.extend(a.annotation for a in params if a.annotation)
+            if sub.returns:
+                notes.append(sub.returns)
+        if isinstance(sub, ast.AnnAssign):
+            notes.append(sub.annotation)
+        out.update(id(n) for note in notes for n in ast.walk(note))
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id in ("isinstance", "issubclass")
+            and len(sub.args) == 2
+        ):
+            cls = sub.args[1]
+            out.update(id(n) for n in (cls.elts if isinstance(cls, ast.Tuple) else [cls]))
     return out
 
 
@@ -284,12 +242,32 @@ def find_block(
     constructs it, or calls a function the rules say builds it (`built_by`, a factory), or a
     function of the framework that calls one (a layer factory around the router factory)."""
     builders = _builders(engine, built_by)
+    # the classes each constructor calls first (the chain is then the one that builds the
+    # block); failing that, the classes it names too (a layer class handed to a base model)
+    for called_only in (True, False):
+        site = _search(engine, model, router, builders, max_depth, called_only)
+        if site is not None:
+            return site
+    name = router.qualname
+    raise RoutescopeError(model.qualname, f"no class built by this model constructs {name}")
+
+
+def _search(
+    engine: Engine,
+    model: ClassVal,
+    router: ClassVal,
+    builders: set[ast.AST],
+    max_depth: int,
+    called_only: bool,
+) -> ModelSite | None:
+    """Breadth-first through the constructors from the model class: the first class whose
+    constructor builds the router, with the chain of classes to it."""
     frontier: list[tuple[ClassVal, tuple[str, ...]]] = [(model, (model.qualname,))]
     seen: set[str] = set()
     for _ in range(max_depth):
         nxt: list[tuple[ClassVal, tuple[str, ...]]] = []
         for cls, chain in frontier:
-            made = _constructed(engine, cls)
+            made = _constructed(engine, cls, called_only)
             if any(m is router or router in m.mro() for m in made) or _calls_builder(
                 engine, cls, builders
             ):
@@ -299,8 +277,7 @@ def find_block(
                     seen.add(m.qualname)
                     nxt.append((m, (*chain, m.qualname)))
         frontier = nxt
-    name = router.qualname
-    raise RoutescopeError(model.qualname, f"no class built by this model constructs {name}")
+    return None
 
 
 def _builders(engine: Engine, built_by: tuple[str, ...]) -> set[ast.AST]:

@@ -102,8 +102,9 @@ def trace_call(
         return [TracedPath(tuple(st.decisions), tuple(st.trail), None, "stop", "", str(exc))]
     out: list[TracedPath] = []
     for s, kind, v in outcomes:
-        routed = next((h for h in s.sinks if h.routes), None) if by_kernel else None
-        sink, stopped = routed or _sink(s, v), s.stopped
+        # (a layer that routes then runs the experts: its output's maker routes nothing)
+        routed = next((h for h in s.sinks if h.routes), None)
+        sink, stopped = routed if by_kernel else _sink(s, v), s.stopped
         if sink is not None and sink.kind == UNRECOGNISED:
             stopped = stopped or (f"the ids come from a call routescope does not recognise as a "
                                   f"kernel ({sink.name}) at {sink.file}:{sink.line}")  # fmt: skip
