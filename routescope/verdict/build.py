@@ -78,9 +78,17 @@ def assess(
         handoff = path.get("handoff")
         router_part = {**path, "decisions": path["decisions"][: handoff["decision"]]} \
             if handoff else path  # fmt: skip
-        ret = returned(router_part, index)
+        # a trace that starts in the experts layer (no handoff) never calls the router when the
+        # kernel routes: the layer hands its logits straight to the kernel
+        ret = returned(router_part, index) if handoff or not fused else None
         switch = find_switch(path, index, fw) or switch_from_router(doc, path, index, fw)
-        what = f"returns {ret[0]} at {ret[1]}" if ret else "returns without calling a router kernel"
+        what = (
+            f"returns {ret[0]} at {ret[1]}"
+            if ret
+            else "is never called: the experts layer hands the router logits to the kernel"
+            if fused and not handoff
+            else "returns without calling a router kernel"
+        )
         where = ""
         if fused:
             given = sink_args_text(sink)

@@ -419,3 +419,24 @@ def route(x):
     return topk_fast(x)
 """
     assert _kinds(tmp_path, body) == ["torch"]
+
+
+def test_calling_an_object_runs_its_call_or_forward(tmp_path: Path) -> None:
+    """Calling an object runs its class's __call__, and a torch module's forward (what
+    nn.Module.__call__ does): a MoE layer's shared experts module called inside the experts
+    forward set its output there, and without it an assert on that output failed every way."""
+    body = """
+import torch.nn as nn
+
+class Shared(nn.Module):
+    def forward(self, x):
+        return topk_fast(x)
+
+class Scorer:
+    def __call__(self, x):
+        return x
+
+def route(x):
+    return Shared()(Scorer()(x))
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]

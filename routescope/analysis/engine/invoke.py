@@ -53,6 +53,7 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.engine.withs import ContextManager
 from routescope.analysis.library.builtins import BoundConst, call_bound_const
 from routescope.analysis.library.paths import path_method
+from routescope.analysis.library.records import MODULE_BASES
 
 # how deep one function may recurse on a path: a walk over nested configuration (a dict of
 # defaults three levels deep) recurses as deep as its data; past this, the budget stops it
@@ -124,6 +125,12 @@ class InvokeMixin(EngineBase):
             return self.call(st, fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, node)
         if isinstance(fn, Instance) and id(fn) in self.score_sources:  # the router's gate
             return [(st, self.score_sources[id(fn)])]
+        if isinstance(fn, Instance) and fn.cls is not None:  # calling an object: its __call__,
+            method = fn.cls.lookup("__call__")  # or, a torch module, its forward
+            if method is None and any(b in MODULE_BASES for b in fn.cls.external_bases()):
+                method = fn.cls.lookup("forward")
+            if isinstance(method, FunctionVal):
+                return self.call(st, method.bind(fn), args, kwargs, node)
         if isinstance(fn, External):
             return self.call_external(st, fn, args, kwargs, node)
         if isinstance(fn, FunctionVal):

@@ -139,7 +139,9 @@ def _constructed(engine: Engine, cls: ClassVal, called_only: bool = False) -> li
         for cls_val in _imported_here(engine, module, node):  # `from m import C` in __init__
             if cls_val not in out and cls_val is not cls:
                 out.append(cls_val)
-        tested = _type_tests(node)
+        # (the calls-only pass also leaves out classes only tested for or annotated; the broad
+        # pass keeps them: a block named only in `isinstance(layer.mlp, Block)` is still found)
+        tested = _type_tests(node) if called_only else set()
         calls = {id(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)}
         for sub in ast.walk(node):
             if called_only and id(sub) not in calls:
