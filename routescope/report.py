@@ -52,8 +52,14 @@ def deciding_decision(path: dict[str, Any]) -> dict[str, Any] | None:
     if not calls or ":" not in str(calls[-1].get("called_at", "")):
         return None
     file, _, line = str(calls[-1]["called_at"]).rpartition(":")
+    # the function that made the call: of those entered in that file before the launcher, the
+    # one defined last above the call's line (a helper called in its arguments is not it)
+    entered = [f for f in path["frames"][: path["frames"].index(calls[-1])]
+               if f.get("file") == file and int(f.get("line") or 0) <= int(line)]  # fmt: skip
+    caller = max(entered, key=lambda f: int(f.get("line") or 0))["function"] if entered else None
     before = [d for d in path["decisions"]
-              if d["file"] == file and d["line"] <= int(line) and d["value"] is True]  # fmt: skip
+              if d["file"] == file and d["line"] <= int(line) and d["value"] is True
+              and (caller is None or d.get("function") in (None, caller))]  # fmt: skip
     # a part of a larger condition (an `x if c else y` inside it) is not a branch of its own
     before = [d for d in before if not any(
         o is not d and o["line"] <= d["line"] and d["condition"] in o["condition"]
