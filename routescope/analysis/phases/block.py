@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,17 +91,23 @@ def nearest(
     """The instance of `cls` (or of any of the classes) nearest to the built object
     (breadth-first over fields), so the block's own router wins over one its experts keep."""
     wanted = cls if isinstance(cls, tuple) else (cls,)
+    return next((v for v in _reachable(st, obj, depth)
+                 if v.cls is not None and any(c in v.cls.mro() for c in wanted)), None)  # fmt: skip
+
+
+def _reachable(st: PathState, obj: Value, depth: int) -> Iterator[Instance]:
+    """The objects reachable from `obj` through fields, breadth-first, `depth` levels deep."""
+    seen: set[int] = set()
     level: list[Value] = [obj]
     for _ in range(depth + 1):
         nxt: list[Value] = []
         for v in level:
-            if not isinstance(v, Instance):
+            if not isinstance(v, Instance) or id(v) in seen:
                 continue
-            if v.cls is not None and any(c in v.cls.mro() for c in wanted):
-                return v
-            nxt.extend(st.fields(v).values())
+            seen.add(id(v))
+            yield v
+            nxt.extend(f for f in st.fields(v).values() if isinstance(f, Instance))
         level = nxt
-    return None
 
 
 def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
@@ -188,19 +195,5 @@ def after_loading(
 def holding(st: PathState, obj: Value, field: str, depth: int = 4) -> list[Instance]:
     """The objects reachable from `obj` (breadth-first over fields) that hold `field` set to an
     object of a framework class."""
-    found: list[Instance] = []
-    seen: set[int] = set()
-    level: list[Value] = [obj]
-    for _ in range(depth + 1):
-        nxt: list[Value] = []
-        for v in level:
-            if not isinstance(v, Instance) or id(v) in seen:
-                continue
-            seen.add(id(v))
-            fields = st.fields(v)
-            held = fields.get(field)
-            if isinstance(held, Instance) and held.cls is not None:
-                found.append(v)
-            nxt.extend(f for f in fields.values() if isinstance(f, Instance))
-        level = nxt
-    return found
+    held = [(v, st.fields(v).get(field)) for v in _reachable(st, obj, depth)]
+    return [v for v, h in held if isinstance(h, Instance) and h.cls is not None]

@@ -147,13 +147,11 @@ def decode_entry(
         if layer is not None:
             rule = rules.data["router"]["consumer"]
             gate = rule.get("gate")
-            for holder in holding(st, layer, gate["attribute"]) if gate else ():
-                # what the gate the layer (or a part of it) holds gives: the router's scores
-                scores = {"scores": logits}
-                returns = engine.evaluate_in(st.fork(), rules.data["package"], gate["returns"],
-                                             scores)  # fmt: skip
-                if len(returns) == 1:
-                    engine.score_sources[id(st.fields(holder)[gate["attribute"]])] = returns[0][1]
+            if gate:  # what the gate the layer (or a part of it) holds gives: the scores
+                gives = engine.evaluate_in(st.fork(), rules.data["package"], gate["returns"],
+                                           {"scores": logits})  # fmt: skip
+                for holder in holding(st, layer, gate["attribute"]) if len(gives) == 1 else ():
+                    engine.score_sources[id(st.fields(holder)[gate["attribute"]])] = gives[0][1]
             fn = engine.attribute(st, layer, rule["call"])[0][1]
             return fn, [hidden, logits], "the experts layer's decode forward"
     fn = engine.attribute(st, router, rules.router_call)[0][1]

@@ -152,15 +152,7 @@ def _constructed(engine: Engine, cls: ClassVal, called_only: bool = False) -> li
                 continue
             if id(sub) in tested:  # `isinstance(layer.mlp, C)`: C is tested for, not built
                 continue
-            engine.ctx.append(_ctx(module))
-            try:
-                got = engine.ev(st.fork(), sub) if _is_static(sub) else []
-            except Exception:  # a name the scan cannot evaluate is not a constructor
-                got = []
-            finally:
-                engine.ctx.pop()
-            for _, v in got:
-                v = engine.resolved(v)
+            for v in _static_values(engine, module, st, sub):
                 if isinstance(v, ClassVal) and v.node is not None and v not in out and v is not cls:
                     out.append(v)
     return out
@@ -323,19 +315,26 @@ def _called_functions(engine: Engine, module: ModuleVal, node: ast.AST) -> list[
     out = []
     st = PathState(envs=[module.globals])
     for sub in ast.walk(node):
-        if not isinstance(sub, ast.Call) or not _is_static(sub.func):
+        if not isinstance(sub, ast.Call):
             continue
         if isinstance(sub.func, ast.Name) and sub.func.id in ("self", "super", "cls"):
             continue
-        engine.ctx.append(_ctx(module))
-        try:
-            got = engine.ev(st.fork(), sub.func)
-        except Exception:  # a name the scan cannot evaluate calls nothing it can follow
-            got = []
-        finally:
-            engine.ctx.pop()
-        for _, v in got:
-            v = engine.resolved(v)
+        for v in _static_values(engine, module, st, sub.func):
             if isinstance(v, FunctionVal) and v.node is not None and v.module is not None:
                 out.append(v)
     return out
+
+
+def _static_values(engine: Engine, module: ModuleVal, st: PathState, node: ast.expr) -> list[Value]:
+    """What a module-level name or dotted path in a body of `module` is (nothing for an
+    attribute of a local value, or a name the scan cannot evaluate)."""
+    if not _is_static(node):
+        return []
+    engine.ctx.append(_ctx(module))
+    try:
+        got = engine.ev(st.fork(), node)
+    except Exception:  # a name the scan cannot evaluate names nothing it can follow
+        got = []
+    finally:
+        engine.ctx.pop()
+    return [engine.resolved(v) for _, v in got]

@@ -92,13 +92,7 @@ def server_arguments(
             if stopped:
                 notes.did_not_finish(f"server-argument step {step} did not finish: {stopped}")
                 unsettled = True
-            if len(outs) > 1:  # the roots: not undecided by a join
-                forks.extend(
-                    d
-                    for s, _ in outs
-                    for d in s.decisions
-                    if d.value is None and d.kind is not UnknownKind.JOINED
-                )
+            forks.extend(_forked(outs))
             if choosing is not None and chooses:
                 choosing.extend(
                     d
@@ -140,6 +134,15 @@ def server_arguments(
     return Unknown("server arguments", kind=UnknownKind.INPUT)
 
 
+def _forked(outs: list[tuple[PathState, Value]]) -> list[Decision]:
+    """The conditions a step could not decide, where its ways forked (their roots: a condition
+    undecided because of a join is not one)."""
+    if len(outs) < 2:
+        return []
+    return [d for s, _ in outs for d in s.decisions
+            if d.value is None and d.kind is not UnknownKind.JOINED]  # fmt: skip
+
+
 def _product(
     engine: Engine,
     cls: ClassVal,
@@ -173,9 +176,7 @@ def _product(
     if len(engine.fatal) > fatal:  # every way through raises: what the tolerant run built is
         return Unknown(f"the server configuration: {engine.fatal[-1]}",  # not what serves
                        kind=UnknownKind.RAISED)  # fmt: skip
-    if len(outs) > 1:
-        forks.extend(d for s, _ in outs for d in s.decisions
-                     if d.value is None and d.kind is not UnknownKind.JOINED)  # fmt: skip
+    forks.extend(_forked(outs))
     values = [v for _, v in outs]
     states = [s for s, _ in outs]
     if values and all(v is values[0] for v in values) and isinstance(values[0], Instance):
