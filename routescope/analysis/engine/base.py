@@ -91,7 +91,7 @@ class EngineBase:
     _unbuilt: set[int]
     _texts: dict[int, tuple[ast.AST, str]]
     _closure_env: dict[str, Value] | None
-    _self_stack: list[tuple[Value | None, ClassVal | None]]
+    _self_stack: list[tuple[Value | None, ClassVal | None, FunctionVal]]
 
     if TYPE_CHECKING:
 
@@ -207,5 +207,5 @@ class EngineBase:
             args: list[Value] | None = None,
             kwargs: dict[str, Value] | None = None,
         ) -> Paths: ...
-        def super_proxy(self) -> Value: ...
+        def super_proxy(self, st: PathState) -> Value: ...
         def type_hints(self, cls: ClassVal) -> Value: ...

@@ -6,6 +6,10 @@ import contextlib
 import gc
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from routescope.analysis.engine.state import PathState
 
 
 class BudgetExceeded(Exception):
@@ -35,6 +39,18 @@ class Budget:
         # are merged where they reached the same routing kernels: a control-flow join, the
         # values they disagree on becoming Unknown (set-up phases use fewer)
         self.merge_at = 24
+        # in a trace whose sink is the first kernel that routes (a layer that routes, then runs
+        # the experts): paths that all routed join at this many instead, since only the kernels
+        # they go on to launch are read past that point (None: no such trace)
+        self.routed_merge_at: int | None = None
+
+    def merge_limit(self, states: list[PathState]) -> int:
+        """How many live paths are kept apart before those that reached the same kernels
+        join."""
+        routed = self.routed_merge_at
+        if routed is not None and all(any(h.routes for h in s.sinks) for s in states):
+            return min(routed, self.merge_at)
+        return self.merge_at
 
     def check_time(self) -> None:
         self.steps += 1

@@ -10,6 +10,7 @@ from routescope.analysis.engine.values import (
     ClassVal,
     Const,
     EnumMember,
+    Instance,
     Unknown,
     UnknownKind,
     Value,
@@ -32,6 +33,8 @@ from routescope.analysis.engine.containers import (
     key_of,
 )
 
+FIELD = "__field__"  # a class attribute marking a record's field: __field__<name>
+
 
 def seq_items(st: PathState, v: Value) -> list[Value] | None:
     """The items of a list or tuple (or a constant one) as this path sees them; None when
@@ -44,7 +47,23 @@ def seq_items(st: PathState, v: Value) -> list[Value] | None:
         return list(v.items)
     if isinstance(v, Const) and isinstance(v.value, (tuple, list)):
         return [Const(x, v.origins) for x in v.value]
+    if isinstance(v, Instance) and v.cls is not None:
+        return named_tuple_items(st, v)
     return None
+
+
+def named_tuple_items(st: PathState, v: Instance) -> list[Value] | None:
+    """A NamedTuple's items (its fields in order), as it is a tuple; None for anything else."""
+    cls = v.cls
+    if cls is None or not any(b.endswith("NamedTuple") for b in cls.external_bases()):
+        return None
+    names: list[str] = []
+    for c in reversed(cls.mro()):
+        names.extend(
+            k[len(FIELD) :] for k in c.attrs if k.startswith(FIELD) and k[len(FIELD) :] not in names
+        )
+    fields = st.fields(v)
+    return [fields[n] for n in names] if all(n in fields for n in names) else None
 
 
 def entries(st: PathState, v: DictVal | SetVal) -> Entries:
@@ -162,7 +181,7 @@ def truth_in(st: PathState, v: Value) -> bool | None:
 
 
 def length(st: PathState, v: Value) -> int | None:
-    if isinstance(v, (ListVal, TupleVal)):
+    if isinstance(v, (ListVal, TupleVal, Instance)):
         items = seq_items(st, v)
         return None if items is None else len(items)
     if isinstance(v, (DictVal, SetVal)):
@@ -184,7 +203,7 @@ def iteration(v: Value, st: PathState) -> list[Value] | None:
     """What `for x in v` goes through, in order; None when not known."""
     if isinstance(v, Const) and isinstance(v.value, (tuple, list, frozenset, set, str, range)):
         return [Const(x, v.origins) for x in ordered(v.value)]
-    if isinstance(v, (ListVal, TupleVal)):
+    if isinstance(v, (ListVal, TupleVal, Instance)):
         return seq_items(st, v)
     if isinstance(v, (DictVal, SetVal)):
         return keys_of(st, v)

@@ -30,6 +30,7 @@ from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.stmts import StmtMixin
 from routescope.analysis.engine.values import (
     ClassVal,
+    FunctionVal,
     ModuleVal,
     Value,
 )
@@ -102,7 +103,7 @@ class Engine(
         self.stops: list[tuple[str, PathState]] = []  # those steps and one way that raised
         self.staged: list[str] = []  # steps routescope staged itself that raised (see phases)
         self._closure_env: dict[str, Value] | None = None  # what the running function closes over
-        self._self_stack: list[tuple[Value | None, ClassVal | None]] = []
+        self._self_stack: list[tuple[Value | None, ClassVal | None, FunctionVal]] = []
 
     # --- context -----------------------------------------------------------------------------
 

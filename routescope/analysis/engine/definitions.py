@@ -178,7 +178,8 @@ class DefinitionsMixin(EngineBase):
                         if got
                         else Unknown("class attribute", kind=UnknownKind.UNSUPPORTED)
                     )
-                cls.attrs.setdefault(f"__field__{name}", Const(name))
+                if not _class_var(stmt.annotation):  # a ClassVar is no record's field
+                    cls.attrs.setdefault(f"__field__{name}", Const(name))
                 cls.annotations[name] = stmt.annotation
                 continue
             try:
@@ -208,3 +209,14 @@ class DefinitionsMixin(EngineBase):
                     self.commit(set_st)
 
     # --- calls ---------------------------------------------------------------------------------
+
+
+def _class_var(annotation: ast.expr) -> bool:
+    """`x: ClassVar[T]` (or typing.ClassVar, or the same as a string): a class attribute that
+    dataclasses, NamedTuple and msgspec leave out of the fields."""
+    node = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.split("[", 1)[0].strip() in ("ClassVar", "typing.ClassVar")
+    return (isinstance(node, ast.Name) and node.id == "ClassVar") or (
+        isinstance(node, ast.Attribute) and node.attr == "ClassVar"
+    )

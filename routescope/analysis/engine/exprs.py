@@ -55,7 +55,7 @@ from routescope.analysis.engine.values import (
     unknown_from,
 )
 from routescope.analysis.library.records import ANNOTATED
-from routescope.analysis.library.typing import annotated
+from routescope.analysis.library.typing import LITERAL, annotated, literal
 
 
 class ExprMixin(EngineBase):
@@ -303,6 +303,8 @@ class ExprMixin(EngineBase):
             return obj  # kernel[grid]: the launcher is the kernel
         if isinstance(obj, External) and obj.name in ANNOTATED:
             return annotated(idx)
+        if isinstance(obj, External) and obj.name in LITERAL:
+            return literal(idx)
         if isinstance(obj, (External, ClassVal)):
             return obj  # typing generics, Optional[int]
         got = unknown_from("subscript of unknown", obj, idx)

@@ -227,12 +227,21 @@ class ImportsMixin(EngineBase):
         if isinstance(hook, FunctionVal) and name not in self._in_module_getattr:
             self._in_module_getattr.add(name)  # PEP 562 lazy attributes (current_platform)
             try:
-                outs = self.invoke(PathState(envs=[{}]), hook, [Const(name)], {}, None)
-                got = [v for _s, k, v in outs if k == "return" and v is not None]
+                # on the path itself: what the hook caches in the module's globals (the
+                # platform object it made) is there for the next read, as one object
+                on = st.fork() if st is not None else PathState(envs=[{}])
+                outs = self.invoke(on, hook, [Const(name)], {}, None)
+                got = [(s, v) for s, k, v in outs if k == "return" and v is not None]
             finally:
                 self._in_module_getattr.discard(name)
-            if len(got) == 1:
-                return got[0]
+            if len(got) == 1 and len(outs) == 1:
+                if st is not None:
+                    st.adopt(got[0][0])
+                else:  # an import binding the name (`from m import x`) runs it once, at import
+                    got[0][0].commit()
+                return got[0][1]
+            if got and all(v is got[0][1] for _, v in got):
+                return got[0][1]
         if mod.name in self.loading:
             return LazyName(self, mod.name, name)
         return Unknown(f"{mod.name} has no attribute {name}", kind=UnknownKind.ABSENT)

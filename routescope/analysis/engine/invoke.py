@@ -357,7 +357,7 @@ class InvokeMixin(EngineBase):
         saved_closure = self._closure_env
         self._closure_env = fn.closure
         stack = self._self_stack
-        stack.append((fn.bound, fn.owner or self.owner_of(fn)))
+        stack.append((fn.bound, fn.owner or self.owner_of(fn), fn))
         self._self_stack = stack
         try:
             outcomes: list[Outcome]

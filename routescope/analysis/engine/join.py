@@ -330,7 +330,7 @@ class JoinMixin(EngineBase):
         (its return values joined) stands for all. Paths that reached different kernels are
         kept apart: they are the answer."""
         returning = [o for o in outs if o[1] == "return" and not o[0].stopped]
-        if len(returning) <= min(threshold, self.budget.merge_at):
+        if len(returning) <= min(threshold, self.budget.merge_limit([o[0] for o in returning])):
             return outs
         rest = [o for o in outs if o not in returning]
         groups: dict[tuple[Any, ...], list[Outcome]] = {}

@@ -44,8 +44,8 @@ class LoopsMixin(EngineBase):
                         nxt.append(skip)
                     nxt.extend(went)
                 live = nxt
-                if (
-                    len(live) > self.budget.merge_at
+                if len(live) > self.budget.merge_limit(
+                    live
                 ):  # each undecided iteration would double the paths
                     live = merge_paths(live, f"{self.current_file()}:{node.lineno}")
             for s2 in live:

@@ -184,8 +184,8 @@ class ObjectsMixin(EngineBase):
             if name == "value":
                 return [(st, obj.value)]
             found = obj.cls.lookup(name)
-            if isinstance(found, FunctionVal):
-                return [(st, found.bind(obj))]
+            if isinstance(found, FunctionVal):  # a method, a property's value
+                return self._method(st, found, obj, obj.cls)
             return [(st, found or Unknown(f"enum member has no {name}", kind=UnknownKind.ABSENT))]
         if isinstance(obj, Tensor):
             if name == "shape" and obj.shape is not None:
@@ -259,31 +259,54 @@ class ObjectsMixin(EngineBase):
                 return attrs[name]  # type: ignore[no-any-return]
         return None
 
-    def super_proxy(self) -> Value:
+    def super_proxy(self, st: PathState) -> Value:
+        """Zero-argument super(): `super(__class__, <the function's first argument>)`, as
+        Python makes it (a static method handed its class explicitly has one too)."""
         frame_self = self._self_stack
         if not frame_self:
             return Unknown("super() outside a method", kind=UnknownKind.UNSUPPORTED)
-        receiver, owner = frame_self[-1]
+        receiver, owner, fn = frame_self[-1]
+        if receiver is None or "staticmethod" in fn.decorators:
+            receiver = self._first_argument(st, fn)
+        if owner is None and receiver is not None:
+            owner = _defining(receiver, fn)
         if owner is None or receiver is None:
             return Unknown("super() without a class", kind=UnknownKind.UNSUPPORTED)
-        mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
+        if isinstance(receiver, ClassVal) and owner in receiver.mro():
+            mro = receiver.mro()  # a class method's class: its MRO, after the owner
+        else:
+            mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
         rest = mro[mro.index(owner) + 1 :] if owner in mro else []
         proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))
         proxy.__dict__["_mro"] = [proxy, *rest]  # the receiver's MRO after the owner, as is
         return SuperProxy(proxy, receiver)
 
+    def _first_argument(self, st: PathState, fn: FunctionVal) -> Value | None:
+        node = fn.node
+        params = [*node.args.posonlyargs, *node.args.args]
+        if not params or not st.envs:
+            return None
+        return st.envs[-1].get(params[0].arg)
+
     def owner_of(self, fn: FunctionVal) -> ClassVal | None:
+        """The class whose body defines a bound method (a class method's class, or the
+        instance's, is searched in MRO order)."""
         recv = fn.bound
-        if isinstance(recv, Instance) and recv.cls is not None:
-            for c in recv.cls.mro():
-                if any(
-                    v is fn or (isinstance(v, FunctionVal) and v.node is fn.node)
-                    for v in c.attrs.values()
-                ):
-                    return c
-        if isinstance(recv, ClassVal):
-            return recv
+        if recv is None:
+            return None
+        found = _defining(recv, fn)
+        return found if found is not None or not isinstance(recv, ClassVal) else recv
+
+
+def _defining(receiver: Value, fn: FunctionVal) -> ClassVal | None:
+    """The class in the receiver's MRO whose body defines `fn` (its `__class__`)."""
+    cls = receiver if isinstance(receiver, ClassVal) else getattr(receiver, "cls", None)
+    if not isinstance(cls, ClassVal):
         return None
+    for c in cls.mro():
+        if any(isinstance(v, FunctionVal) and v.node is fn.node for v in c.attrs.values()):
+            return c
+    return None
 
 
 class SuperProxy(Instance):

@@ -99,6 +99,25 @@ def record_eq(st: PathState, a: Value, b: Value, depth: int) -> bool | None:
     return True
 
 
+# bases from outside the framework that keep object's == (identity)
+_IDENTITY_BASES = frozenset(
+    {
+        "abc.ABC",
+        "typing.Generic",
+        "typing.Protocol",
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+    }
+)
+
+
+def _identity_eq(cls: ClassVal) -> bool:
+    """A class whose instances compare by identity: no __eq__ of its own or its bases'."""
+    return not any("__eq__" in c.attrs for c in cls.mro()) and all(
+        b in _IDENTITY_BASES or b.endswith(("ABC", "Protocol")) for b in cls.external_bases()
+    )
+
+
 def _generated_eq(cls: ClassVal) -> bool:
     """A record class whose == is the generated field-by-field one."""
     return (is_dataclass(cls) or is_struct(cls)) and not any("__eq__" in c.attrs for c in cls.mro())
@@ -120,7 +139,7 @@ def named_tuple(st: PathState, v: Value) -> Value:
     return v
 
 
-def equal(st: PathState, a: Value, b: Value, depth: int = 3) -> bool | None:
+def equal(st: PathState, a: Value, b: Value, depth: int = 6) -> bool | None:
     """`a == b` where Python's answer follows from what this path knows: constants, enum
     members, containers item by item, records field by field; None when it does not."""
     if a is b and not isinstance(a, (Const, Unknown, Tensor)):
@@ -132,8 +151,12 @@ def equal(st: PathState, a: Value, b: Value, depth: int = 3) -> bool | None:
         return bool(k == b.value) if k is not UNTOLD else None
     if isinstance(b, EnumMember) and isinstance(a, Const):
         return equal(st, b, a, depth)
+    dtypes = torch_dtype(a), torch_dtype(b)
+    if dtypes[0] and dtypes[1]:
+        return dtypes[0] == dtypes[1]  # one object per dtype, whatever its name
     if depth <= 0:
         return None
+    a, b = named_tuple(st, a), named_tuple(st, b)  # a NamedTuple compares as a tuple
     a, b = (
         snapshot(st, a) if isinstance(a, SetVal) else a,
         snapshot(st, b) if isinstance(b, SetVal) else b,
@@ -155,6 +178,14 @@ def equal(st: PathState, a: Value, b: Value, depth: int = 3) -> bool | None:
     rec = record_eq(st, a, b, depth)
     if rec is not None:
         return rec
+    for obj, const in ((a, b), (b, a)):
+        if (
+            isinstance(obj, Instance)
+            and obj.cls is not None
+            and isinstance(const, Const)
+            and (_identity_eq(obj.cls) or _generated_eq(obj.cls))
+        ):
+            return False  # object's (or a record's) == holds only for its own class
     if isinstance(a, Const) and isinstance(b, Const):
         try:
             return bool(a.value == b.value)
@@ -289,7 +320,7 @@ class OperatorsMixin(EngineBase):
         items = seq_items(st, b)
         if items is None or (isinstance(b, Const) and isinstance(a, Const)):
             return None  # (constants: the plain operator below)
-        hits = [self.identical(a, x) or equal(st, a, x) for x in items]
+        hits = [True if self.identical(a, x) else equal(st, a, x) for x in items]  # is, then ==
         if True in hits:
             return True
         return False if all(h is False for h in hits) else None

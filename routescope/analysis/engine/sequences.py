@@ -183,6 +183,8 @@ def over_containers(
     if kwargs:
         return None
     first = items[0]
+    if name == "frozenset" and len(items) == 1:
+        return new_set(first)  # of objects (enum members): a set nothing changes
     if name in ("tuple", "reversed") and len(items) == 1:
         return new_tuple(first if name == "tuple" else first[::-1])
     if name == "enumerate" and len(items) == 1:

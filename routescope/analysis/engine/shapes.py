@@ -94,6 +94,13 @@ def fingerprint(st: PathState, v: Value | None, depth: int) -> str:
     return f"#{id(v)}"
 
 
+# The skeletons of lists holding no containers, by their contents (a Seq is never changed in
+# place): the same text on every path, so each is built once (a join compares every list a
+# path holds; a config's 300-name list walked at each one dominated a trace).
+_FLAT: dict[int, tuple[Seq, str]] = {}
+_NESTED = (ListVal, TupleVal, DictVal, SetVal)
+
+
 def list_shape(st: PathState) -> tuple[str, ...]:
     """How the lists this path changed are built (lengths, and the keys of the dicts in them),
     in one comparable form: paths alike in this join item by item without losing a list."""
@@ -109,10 +116,20 @@ def skeleton(st: PathState, v: Value | None, depth: int) -> str:
         return "."
     if isinstance(v, ListVal):
         seq = st.contents(v)
-        lay = seq.layout() if isinstance(seq, Seq) else None
+        if not isinstance(seq, Seq):
+            return "?"
+        known = _FLAT.get(id(seq))
+        if known is not None and known[0] is seq:  # (a list's contents are never changed)
+            return known[1]
+        lay = seq.layout()
         if lay is None:
             return "?"
-        return "[" + ",".join(("?" if p else "") + skeleton(st, x, depth - 1) for x, p in lay) + "]"
+        text = "[" + ",".join(("?" if p else "") + skeleton(st, x, depth - 1) for x, p in lay) + "]"
+        if not any(isinstance(x, _NESTED) for x, _ in lay):  # the same on every path, any depth
+            if len(_FLAT) > 50_000:
+                _FLAT.clear()
+            _FLAT[id(seq)] = (seq, text)  # the contents are kept, so the id stays theirs
+        return text
     if isinstance(v, TupleVal):
         return "(" + ",".join(skeleton(st, x, depth - 1) for x in v.items) + ")"
     if isinstance(v, (DictVal, SetVal)):

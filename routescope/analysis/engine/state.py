@@ -165,6 +165,12 @@ class PathState:
         for r in RECORDING:
             r.writes[id(obj)] = obj
 
+    def adopt(self, other: PathState) -> None:
+        """Take on the object state a branch of this path left (what a call run aside on it
+        wrote), keeping this path's own record."""
+        self.heap, self.heap_objs = other.heap, other.heap_objs
+        self.claims, self.memo = other.claims, other.memo
+
     def commit(self) -> None:
         """Make this path's writes the objects' own (module level, class set-up, a phase that
         ends): later evaluation starts from them. Memos filled on the path stay with it."""

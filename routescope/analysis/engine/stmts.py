@@ -45,7 +45,7 @@ class StmtMixin(EngineBase):
                     else:
                         done.append((s2, kind, val))
             live = nxt
-            if len(live) > self.budget.merge_at:
+            if len(live) > self.budget.merge_limit(live):
                 live = merge_paths(live, f"{self.current_file()}:{stmt.lineno}")
             if len(done) > self.budget.merge_at:
                 done = merge_raised(done, f"{self.current_file()}:{stmt.lineno}")

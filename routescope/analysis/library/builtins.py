@@ -56,6 +56,7 @@ _PURE: dict[str, Callable[..., Any]] = {
     "math.isclose": math.isclose,
     "math.prod": math.prod,
     "math.gcd": math.gcd,
+    "math.lcm": math.lcm,
     "os.path.join": posixpath.join,
     "os.path.basename": posixpath.basename,
     "os.path.dirname": posixpath.dirname,

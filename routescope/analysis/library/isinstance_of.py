@@ -90,6 +90,14 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
                     return Const(True, obj.origins)
                 continue
             return Unknown(f"isinstance against {t.name}", kind=UnknownKind.UNSUPPORTED)
+        if isinstance(t, External) and isinstance(obj, (Instance, EnumMember)):
+            cls_of = obj.cls
+            if cls_of is not None and t.name not in builtin_types:
+                found = _external_ancestor(cls_of.external_bases(), t.name)
+                if found is True:
+                    return Const(True)
+                if found is False:
+                    continue
         if isinstance(t, ClassVal) and _is_protocol(t):
             found = _has_members(obj, t)  # a runtime_checkable Protocol: by what obj has
             if found is True:
@@ -142,6 +150,27 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
             continue  # no framework class is a builtin container (none derives from dict here)
         return Unknown("isinstance against an unknown class", kind=UnknownKind.UNSUPPORTED)
     return Const(False, obj.origins)
+
+
+# library classes and the library classes they derive from (the enum family)
+_ANCESTORS = {
+    "enum.Enum": ("enum.Enum",),
+    "enum.IntEnum": ("enum.IntEnum", "enum.Enum", "enum.ReprEnum"),
+    "enum.StrEnum": ("enum.StrEnum", "enum.Enum", "enum.ReprEnum"),
+    "enum.Flag": ("enum.Flag", "enum.Enum"),
+    "enum.IntFlag": ("enum.IntFlag", "enum.Flag", "enum.Enum", "enum.ReprEnum"),
+}
+
+
+def _external_ancestor(bases: list[str], name: str) -> bool | None:
+    """Whether a framework class with these library bases derives from library class `name`:
+    known where every base's own ancestry is (a framework class with no library base derives
+    from none), else None."""
+    if name in bases or any(name in _ANCESTORS.get(b, ()) for b in bases):
+        return True
+    if all(b in _ANCESTORS for b in bases):
+        return False
+    return None
 
 
 _PRETRAINED_CONFIG = {

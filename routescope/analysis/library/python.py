@@ -104,7 +104,7 @@ def _super(
     kwargs: dict[str, Value],
     node: ast.AST | None,
 ) -> Paths | None:
-    return one(st, eng.super_proxy())
+    return one(st, eng.super_proxy(st))
 
 
 @models("callable")

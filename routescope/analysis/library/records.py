@@ -20,7 +20,7 @@ from routescope.analysis.engine.containers import (
     new_tuple,
     str_dict,
 )
-from routescope.analysis.engine.contents import entries, seq_items
+from routescope.analysis.engine.contents import FIELD, entries, seq_items
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 STRUCT_BASES = {"msgspec.Struct", "msgspec.structs.Struct"}
 NODEFAULT = "msgspec.NODEFAULT"
 MISSING = "dataclasses.MISSING"
-FIELD = "__field__"
 
 
 def is_struct(cls: ClassVal) -> bool:

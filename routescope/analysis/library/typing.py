@@ -23,15 +23,33 @@ if TYPE_CHECKING:
     from routescope.analysis.engine.base import EngineBase
 
 ANNOTATED = frozenset({"typing.Annotated", "typing_extensions.Annotated"})
+LITERAL = frozenset({"typing.Literal", "typing_extensions.Literal"})
+
+
+def _items(idx: Value) -> list[Value] | None:
+    """The items of a subscript's index: `X[a, b]` gives a and b, `X[a]` gives a."""
+    if isinstance(idx, Const) and isinstance(idx.value, tuple):
+        return [Const(x, idx.origins) for x in idx.value]
+    if isinstance(idx, TupleVal):
+        return list(idx.items)
+    return None
+
+
+def literal(idx: Value) -> Value:
+    """`Literal["a", "b"]`: the type with its values, which get_args gives back (framework code
+    lists a Literal's values as the choices an option accepts)."""
+    items = _items(idx)
+    return Instance(
+        None,
+        {"__origin__": External("typing.Literal"), "__args__": new_tuple(items or [idx])},
+        "typing.Literal",
+    )
 
 
 def annotated(idx: Value) -> Value:
     """`Annotated[T, meta...]`: the type with its metadata (what get_origin/get_args read)."""
-    if isinstance(idx, Const) and isinstance(idx.value, tuple):
-        items: list[Value] = [Const(x, idx.origins) for x in idx.value]
-    elif isinstance(idx, TupleVal):
-        items = list(idx.items)
-    else:
+    items = _items(idx)
+    if items is None:
         return Unknown("Annotated[] of unknown arguments", kind=UnknownKind.UNSUPPORTED)
     return Instance(
         None, {"__origin__": items[0], "__metadata__": new_tuple(items[1:])}, "typing.Annotated"
@@ -77,6 +95,8 @@ def _origin_or_args(
         meta = cast(TupleVal | Const, tp.fields["__metadata__"])
         rest = list(meta.items) if isinstance(meta, TupleVal) else [Const(x) for x in meta.value]
         return one(st, new_tuple([tp.fields["__origin__"], *rest]))
+    if isinstance(tp, Instance) and tp.label == "typing.Literal":
+        return one(st, tp.fields["__origin__" if origin else "__args__"])
     plain = isinstance(tp, (ClassVal, Const)) or (
         isinstance(tp, External) and "." not in tp.name  # bool, int, str: no origin, no args
     )

@@ -24,6 +24,10 @@ from routescope.analysis.phases.trace import (
     trace_serving,
 )
 
+# the experts a router's result goes on to: its ways join at this many paths (only the kernels
+# each launches are read)
+EXPERTS_MERGE_AT = 4
+
 
 def into_consumer(
     engine: Engine,
@@ -170,7 +174,7 @@ def _experts_launches(
     engine.tracing = True
     # only the kernels each way launches are read here: ways that launched the same ones join
     # early, as in the set-up phases (a join keeps every kernel a way reached)
-    merge_at, engine.budget.merge_at = engine.budget.merge_at, 4
+    merge_at, engine.budget.merge_at = engine.budget.merge_at, EXPERTS_MERGE_AT
     try:
         ways = trace_call(engine, fn, [hidden, p.value], {}, start=p.end)
     finally:

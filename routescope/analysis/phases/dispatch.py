@@ -31,7 +31,7 @@ from routescope.analysis.phases.block import (
     read_router_state,
 )
 from routescope.analysis.phases.checkpoint import checkpoint_of, config_instance, served_config
-from routescope.analysis.phases.consumer import decode_entry, into_consumer
+from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, into_consumer
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
 from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, pinned_versions
@@ -213,13 +213,26 @@ def trace_dispatch(
         fn, args, what = decode_entry(engine, rules, bst, block, router, hidden, logits)
         engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
         engine.tracing = True
+        by_kernel = rules.data["router"].get("entry") == "consumer"
+        # past its first kernel that routes, a way is read only for the experts it launches:
+        # ways that routed alike join early there, as the experts trace of a router does
+        engine.budget.routed_merge_at = EXPERTS_MERGE_AT if by_kernel else None
         try:
-            by_kernel = rules.data["router"].get("entry") == "consumer"
             traced = trace_serving(engine, fn, args, {}, bst, what, by_kernel=by_kernel)
         finally:
             engine.tracing = False
+            engine.budget.routed_merge_at = None
             engine.budget.pop()
         traced = into_consumer(engine, rules, block, traced, notes, hidden)
+        if by_kernel and any(p.stopped and p.sink is not None for p in traced):
+            # past its first kernel that routes a way runs only the experts: the routing is
+            # decided where it stopped, the kernels the experts launch are not all followed
+            # (as for a router's experts trace that runs out of its budget)
+            notes.append(
+                f"{what} ran out of its budget in the experts, after the kernel that routes: "
+                "the kernels the experts launch are not all checked against the GPU"
+            )
+            traced = [replace(p, stopped="") if p.sink is not None else p for p in traced]
         for p in traced:
             stopped = p.stopped
             if not stopped and p.sink is None and by_kernel:

@@ -1,0 +1,69 @@
+"""map() and filter() with a function framework code defines (a lambda, a method): the function
+runs on each item, on each path, as Python runs it. (Builtins and pure library functions over
+constants are evaluated for real by the pure-builtin model.)"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from routescope.analysis.engine.bound import Partial
+from routescope.analysis.engine.containers import SEQ_LIMIT, new_tuple
+from routescope.analysis.engine.contents import iteration, truth_in
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import ClassVal, Const, FunctionVal, Value
+from routescope.analysis.library.registry import Paths, models
+
+if TYPE_CHECKING:
+    from routescope.analysis.engine.base import EngineBase
+
+# a filter whose predicate is undecided on more items than this is not followed (each doubles
+# the paths)
+FORKS = 4
+
+
+@models("map", "filter")
+def _map_filter(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """The items map/filter gives, as a tuple (an iterator read once, as framework code reads
+    it: in a loop, any(), list()); None when the iterables' items are not known."""
+    if kwargs or len(args) < 2 or (name == "filter" and len(args) != 2):
+        return None
+    fn = eng.resolved(args[0])
+    keep_truthy = name == "filter" and isinstance(fn, Const) and fn.value is None
+    if not keep_truthy and not isinstance(fn, (FunctionVal, ClassVal, Partial)):
+        return None
+    seqs = [iteration(a, st) for a in args[1:]]
+    if any(seq is None or len(seq) > SEQ_LIMIT for seq in seqs):
+        return None
+    rows = list(zip(*[s for s in seqs if s is not None], strict=False))  # the shortest ends it
+    paths: list[tuple[PathState, list[Value]]] = [(st, [])]
+    forks = 0
+    for row in rows:
+        nxt: list[tuple[PathState, list[Value]]] = []
+        for s, acc in paths:
+            if s.raising is not None:
+                nxt.append((s, acc))
+                continue
+            ways = [(s, row[0])] if keep_truthy else eng.call(s, fn, list(row), {}, node)
+            for s2, v in ways:
+                if s2.raising is not None or name == "map":
+                    nxt.append((s2, [*acc, v]))
+                    continue
+                t = truth_in(s2, v)
+                if t is None:
+                    forks += 1
+                    nxt.append((s2.fork(), [*acc, row[0]]))
+                    nxt.append((s2, acc))
+                else:
+                    nxt.append((s2, [*acc, row[0]] if t else acc))
+        if forks > FORKS:
+            return None
+        paths = nxt
+    return [(s, new_tuple(acc)) for s, acc in paths]

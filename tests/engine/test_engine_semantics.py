@@ -1,0 +1,221 @@
+"""Python semantics met in a quantized deployment's start-up (the quantization config probe, the
+experts backend oracle, the layer-skip check), each in the smallest program that shows it: the
+branch must be decided the way Python decides it (cuda_kernel), never forked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.engine.test_engine_synthetic import SCORES, make_tree, run
+
+HEAD = """
+import dataclasses
+import enum
+import math
+from typing import Literal, NamedTuple, get_args
+import torch
+from fastk import topk_fast
+
+"""
+
+
+def _kinds(tmp_path: Path, body: str) -> list[str | None]:
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", SCORES())
+    return sorted(str(p.sink.kind if p.sink else None) for p in paths)
+
+
+CASES = {
+    # vLLM 0.33.0 quantization/__init__.py:50 QUANTIZATION_METHODS = list(get_args(Literal[...]))
+    "literal_args": """
+Methods = Literal["fp8", "awq", "gptq"]
+ALL = list(get_args(Methods))
+
+def route(x):
+    if ALL == ["fp8", "awq", "gptq"] and "awq" in get_args(Methods):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 experts/rocm_aiter_moe.py:498-503: a staticmethod handed its class calls
+    # super(): super(__class__, <first argument>)
+    "super_in_staticmethod": """
+class Base:
+    @staticmethod
+    def supported(cls, n):
+        return n > 1, cls.NAME
+
+class Kernel(Base):
+    NAME = "k"
+
+    @staticmethod
+    def supported(cls, n):
+        ok, name = super().supported(cls, n)
+        return ok and name == "k", name
+
+def route(x):
+    ok, _ = Kernel.supported(Kernel, 4)
+    if ok:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # a class method's super() follows the class it is called on, not the defining class
+    "super_in_classmethod": """
+class A:
+    @classmethod
+    def name(cls):
+        return "A"
+
+class B(A):
+    @classmethod
+    def name(cls):
+        return "B" + super().name()
+
+class C(B):
+    pass
+
+class D(C, A):
+    @classmethod
+    def name(cls):
+        return "D" + super().name()
+
+def route(x):
+    if D.name() == "DBA" and C.name() == "BA":
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 quant_utils.py:684-688: filter() with a lambda, then any()
+    "filter_and_map_with_a_lambda": """
+IGNORED = ["model.layers.0.mlp.gate", "lm_head", "model.layers.1.mlp.experts"]
+
+def skipped(prefix):
+    experts = filter(lambda name: "experts" in name, IGNORED)
+    return any(prefix in name for name in experts)
+
+def route(x):
+    lengths = list(map(lambda s: len(s), ["ab", "c"]))
+    if (not skipped("model.layers.0.mlp.experts") and skipped("model.layers.1.mlp.experts")
+            and lengths == [2, 1] and list(filter(None, [0, 3, ""])) == [3]):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 quant_utils.py:110-229: QuantKey(dtype, ScaleDesc(..., GroupShape(...)))
+    # compared as tuples of frozen dataclasses holding a NamedTuple subclass
+    "records_in_tuples_compare": """
+class _Shape(NamedTuple):
+    row: int
+    col: int
+
+class Shape(_Shape):
+    def is_block(self):
+        return self.row > 1
+
+@dataclasses.dataclass(frozen=True)
+class Scale:
+    dtype: torch.dtype
+    static: bool
+    shape: Shape
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    dtype: torch.dtype
+    scale: Scale
+    scale2: Scale | None = None
+    symmetric: bool = True
+
+W128 = Key(torch.float8_e4m3fn, Scale(torch.float32, True, Shape(128, 128)))
+A128 = Key(torch.float8_e4m3fn, Scale(torch.float32, False, Shape(1, 128)))
+W32 = Key(torch.float8_e4m3fn, Scale(torch.float32, True, Shape(32, 32)))
+
+def route(x):
+    w = Key(torch.float8_e4m3fn, Scale(torch.float32, True, Shape(32, 32)))
+    if ((w, A128) != (W128, A128) and (w, A128) == (W32, A128) and (W32, A128) in [(W32, A128)]
+            and w.scale.shape.is_block() and w.scale.shape == (32, 32)
+            and (w, A128) != (None, None) and (None, None) not in [(w, A128)]):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 quant_utils.py:110-141: ClassVar annotations are no NamedTuple's fields; the
+    # class attributes set after the class are read back
+    "class_var_is_not_a_field": """
+from typing import ClassVar
+
+class _Shape(NamedTuple):
+    row: int
+    col: int
+
+class Shape(_Shape):
+    PER_TENSOR: ClassVar["Shape"]
+    PER_TOKEN: ClassVar["Shape"]
+
+Shape.PER_TENSOR = Shape(-1, -1)
+Shape.PER_TOKEN = Shape(1, -1)
+
+@dataclasses.dataclass
+class Cfg:
+    LIMIT: ClassVar[int] = 4
+    n: int = 1
+
+def route(x):
+    s = Shape(1, -1)
+    if (s == Shape.PER_TOKEN and s != Shape.PER_TENSOR and len(s) == 2
+            and [f.name for f in dataclasses.fields(Cfg)] == ["n"] and Cfg(2).LIMIT == 4):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 humming/priority.py:38-44: enum members' names, next() over a generator
+    "next_over_a_filtered_generator": """
+from enum import Enum
+
+class Backend(Enum):
+    TRITON = "triton"
+    MARLIN = "marlin"
+    HUMMING = "humming"
+
+def route(x):
+    kernels = [Backend.TRITON, Backend.MARLIN, Backend.HUMMING]
+    names = [(k.name if isinstance(k, Enum) else k.__name__).lower() for k in kernels]
+    humming = next((i for i, name in enumerate(names) if "humming" in name), None)
+    absent = next((i for i, name in enumerate(names) if "cutlass" in name), None)
+    if humming == 2 and absent is None:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 fp8_utils.py:1177: a dtype among others
+    "dtype_in_a_tuple": """
+def route(x):
+    dt = torch.float32
+    if dt not in (torch.float8_e8m0fnu, torch.uint8) and torch.uint8 in (dt, torch.uint8):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 marlin_utils.py:347: math.lcm
+    "math_lcm": """
+def route(x):
+    if math.lcm(96, 64) == 192 and math.gcd(128, 96) == 32:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.33.0 fused_moe/activation.py: a property of an enum member
+    "enum_member_property": """
+class Act(enum.Enum):
+    SILU = "silu"
+    SILU_NO_MUL = "silu_no_mul"
+
+    @property
+    def is_gated(self) -> bool:
+        return not self.value.endswith("_no_mul")
+
+def route(x):
+    supported = frozenset({Act.SILU, Act.SILU_NO_MUL})
+    if (Act.SILU.is_gated and not Act.SILU_NO_MUL.is_gated and Act("silu").is_gated == True
+            and Act.SILU in supported and len(supported) == 2):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_decided_as_python_decides(tmp_path: Path, name: str) -> None:
+    assert _kinds(tmp_path, CASES[name]) == ["cuda_kernel"]
