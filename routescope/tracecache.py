@@ -127,7 +127,8 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         from routescope.analysis.phases.dispatch import trace_dispatch
         from routescope.blockers import report_blockers
         from routescope.report import build_report
-        from routescope.wayout import find_way_out, past_a_stop, try_changes
+        from routescope.verdict.rules import load_oea_rules
+        from routescope.wayout import find_way_out, past_a_stop, switch_by_tracing, try_changes
 
         idx = index()
         prefetch_closure(tree, idx)
@@ -167,6 +168,16 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             for b in doc["blockers"]:
                 if b["kind"] != "raises":
                     b["way_out"] = way
+        # a kernel that routes inside and no guard naming the switch: the rules' switch
+        # argument, traced again with each value it prefers
+        switch_by_tracing(
+            doc,
+            load_oea_rules().framework(doc["deployment"]["framework"]),
+            {name: str(value).strip("'\"") for name, value, *_ in dispatch.server_args},
+            quant_field,
+            dep,
+            lambda d: report_of(d)[0],
+        )
         return doc
 
     return cached(key, compute)

@@ -166,3 +166,69 @@ def try_changes(
             "not_checked": NOT_CHECKED,
         }
     return {"flags": [], "tried": tried}
+
+
+def switch_by_tracing(
+    doc: dict[str, Any],
+    fw: dict[str, Any] | None,
+    current: dict[str, str],
+    quant_field: str,
+    dep: Deployment,
+    retrace: Callable[[Deployment], dict[str, Any]],
+) -> None:
+    """A selected path whose kernel routes inside (not insertable) and whose guards name no
+    switch: the rules' `switch.server_arg` set to each preferred value in turn, traced again;
+    the first whose path is selected and insertable becomes the verdict's switch, with what
+    it leads to as evidence (what each other value gave, too)."""
+    verdict = doc.get("verdict") or {}
+    rule = (fw or {}).get("switch") or {}
+    arg = rule.get("server_arg")
+    disp = doc["dispatch"]
+    if (
+        not arg
+        or verdict.get("insertable") is not False
+        or (verdict.get("switch") or {}).get("suggest")
+        or disp["status"] != "selected"
+        or not disp["paths"]
+        or (disp["paths"][0]["sink"] or {}).get("kind") != "fused_moe_kernel"
+    ):
+        return
+    now = current.get(arg)
+    tried: list[str] = []
+    for value in [v for v in rule.get("prefer", ()) if v != now][:MAX_TRIES]:
+        flag = flag_text(arg, value, quant_field)
+        try:
+            other = retrace(changed(dep, arg, value, quant_field))
+        except RoutescopeError as exc:
+            tried.append(f"{flag}: {exc.message}")
+            continue
+        theirs = other.get("verdict") or {}
+        if other["dispatch"]["status"] != "selected" or theirs.get("insertable") is not True:
+            tried.append(f"{flag}: {other['dispatch']['status']}, insertable "
+                          f"{str(theirs.get('insertable')).lower()}")  # fmt: skip
+            continue
+        sink = other["dispatch"]["paths"][0]["sink"] or {}
+        point = theirs.get("insertion_point") or {}
+        mine = disp["paths"][0]["sink"] or {}
+        gives = {g["value"]: g["text"] for g in rule.get("gives_up", [])}
+        flag_name = "--" + arg.replace("_", "-")
+        verdict["switch"] = {
+            "server_arg": arg,
+            "flag": flag_name,
+            "current": now,
+            "chosen_by": {"file": mine.get("file", ""), "line": mine.get("line", 0),
+                          "condition": f"{arg} = {now!r}: the kernel that routes inside"},
+            "excluded": [t.split(":", 1)[0] for t in tried],
+            "suggest": value,
+            "gives_up": gives.get(str(now), f"the fused MoE kernel {mine.get('name')}, which "
+                                            "routes inside"),
+            "evidence": [
+                f"traced again with {flag}: {sink.get('name')} [{sink.get('kind')}] at "
+                f"{sink.get('file')}:{sink.get('line')}; insertable after "
+                f"{point.get('file')}:{point.get('line')} in {point.get('function')}",
+                *tried,
+                NOT_CHECKED,
+            ],
+        }  # fmt: skip
+        verdict["why"] = f"{verdict['why']}; {flag_name} {value} selects the decomposed path"
+        return

@@ -32,7 +32,7 @@ from routescope.render.markdown import render
 from routescope.render.schema import validate_report
 from routescope.render.text_summary import brief, summary
 from routescope.source.tree import parse_metadata
-from routescope.wayout import candidates, compared, find_way_out
+from routescope.wayout import candidates, compared, find_way_out, switch_by_tracing
 from tests.conftest import CONFIGS
 
 METAINFO = """
@@ -571,3 +571,55 @@ def test_sglang_0_5_6_post1_does_not_start_for_qwen3_on_sm120() -> None:
     assert "TRTLLM MHA backend is only supported on Blackwell GPUs (SM100)" in b["what"]
     fixed = api.inspect(dataclasses.replace(req, server_args={"attention_backend": "triton"}))
     assert fixed["dispatch"]["status"] == "selected" and fixed["blockers"] == []
+
+
+def _fused(insertable: bool | None, sink_kind: str) -> dict[str, Any]:
+    point = {"file": "runner.py", "line": 635, "function": "m:Runner.apply"}
+    return {
+        "deployment": {"framework": "vllm"},
+        "dispatch": {"status": "selected", "paths": [{"sink": {
+            "name": "flashinfer.fused_moe.trtllm_bf16_moe" if sink_kind == "fused_moe_kernel"
+            else "torch.ops._moe_C.grouped_topk", "kind": sink_kind, "file": "k.py", "line": 300,
+        }}]},
+        "verdict": {"insertable": insertable, "why": "routing is fused", "switch": None,
+                    "insertion_point": point if insertable else None},
+    }  # fmt: skip
+
+
+def test_a_switch_no_guard_names_is_found_by_tracing_each_preferred_value() -> None:
+    """vLLM's oracle picks the experts from --moe-backend with no `get_x().is_y()` guard: each
+    value the rules prefer is traced again, the first whose path is insertable is the switch."""
+    fw = {"switch": {"prefer": ["triton", "flashinfer_cutlass"], "server_arg": "moe_backend",
+                     "gives_up": [{"value": "auto", "text": "the TRT-LLM kernel"}]}}  # fmt: skip
+    dep = Deployment(resolve_gpu("sm100"), tp=8)
+    seen: list[Deployment] = []
+
+    def retrace(d: Deployment) -> dict[str, Any]:
+        seen.append(d)
+        if d.server_args["moe_backend"] == "triton":
+            raise RoutescopeError("--set moe_backend", "not a declared choice")
+        return _fused(True, "cuda_kernel")
+
+    doc = _fused(False, "fused_moe_kernel")
+    switch_by_tracing(doc, fw, {"moe_backend": "auto"}, "quantization", dep, retrace)
+    sw = doc["verdict"]["switch"]
+    assert (sw["flag"], sw["suggest"], sw["current"]) == ("--moe-backend", "flashinfer_cutlass",
+                                                          "auto")  # fmt: skip
+    assert sw["excluded"] == ["--set moe_backend=triton"] and sw["gives_up"] == "the TRT-LLM kernel"
+    assert "torch.ops._moe_C.grouped_topk [cuda_kernel]" in sw["evidence"][0]
+    assert doc["verdict"]["why"].endswith(
+        "--moe-backend flashinfer_cutlass selects the decomposed path"
+    )
+    # nothing to do: an insertable path, a modular kernel, rules that declare no argument
+    for done in (_fused(True, "cuda_kernel"), _fused(False, "cuda_kernel")):
+        seen.clear()
+        switch_by_tracing(done, fw, {}, "quantization", dep, retrace)
+        assert done["verdict"]["switch"] is None and not seen
+    bare = _fused(False, "fused_moe_kernel")
+    switch_by_tracing(bare, {"switch": {"prefer": ["triton"]}}, {}, "quantization", dep, retrace)
+    assert bare["verdict"]["switch"] is None
+    # no value leads to an insertable path: no switch, the verdict unchanged
+    stuck = _fused(False, "fused_moe_kernel")
+    switch_by_tracing(stuck, fw, {}, "quantization", dep,
+                      lambda d: _fused(False, "fused_moe_kernel"))  # fmt: skip
+    assert stuck["verdict"]["switch"] is None and stuck["verdict"]["why"] == "routing is fused"

@@ -137,7 +137,13 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
 def _verdict(v: dict[str, Any], width: int) -> list[Text]:
     if not v.get("insertable"):
         why = _cut(f"OEA: not insertable: {v.get('why', '')}", 2 * width)
-        return [Text(why, style="bold yellow")]
+        out = [Text(why, style="bold yellow")]
+        sw = v.get("switch") or {}
+        if sw.get("flag") and sw.get("suggest"):  # what to set to get the router back
+            now = f" (now {sw['current']})" if sw.get("current") else ""
+            out.append(Text(_cut(f"  switch: {sw['flag']} {sw['suggest']}{now}, which gives up "
+                                 f"{sw.get('gives_up', '')}", width)))  # fmt: skip
+        return out
     point = v.get("insertion_point") or {}
     fn = str(point.get("function", "")).split(":")[-1]
     out = [Text(f"OEA: insertable after {short_path(point.get('file', ''))}:"

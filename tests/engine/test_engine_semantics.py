@@ -192,7 +192,11 @@ def route(x):
     # vLLM 0.33.0 marlin_utils.py:347: math.lcm
     "math_lcm": """
 def route(x):
-    if math.lcm(96, 64) == 192 and math.gcd(128, 96) == 32:
+    import fnmatch
+    from fnmatch import fnmatch as match
+    if (math.lcm(96, 64) == 192 and math.gcd(128, 96) == 32
+            and match("model.layers.3.mlp.gate", "model.layers.*.mlp.gate")
+            and not fnmatch.fnmatch("lm_head", "model.*")):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,

@@ -37,7 +37,13 @@ class StmtMixin(EngineBase):
                 if s.raising is not None:  # raised inside the previous statement's test
                     done.append(raised_outcome(s))
                     continue
-                for s2, kind, val in self.exec_stmt(s, stmt):
+                try:
+                    outs = self.exec_stmt(s, stmt)
+                except BudgetExceeded as exc:  # this way ends here, with what it reached so far
+                    s.stopped = str(exc)
+                    done.append((s, "stop", Unknown(s.stopped, kind=UnknownKind.BUDGET)))
+                    continue
+                for s2, kind, val in outs:
                     if s2.stopped and kind != "stop":
                         done.append((s2, "stop", Unknown(s2.stopped, kind=UnknownKind.BUDGET)))
                     elif kind == "normal":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import posixpath
 import re
@@ -57,6 +58,9 @@ _PURE: dict[str, Callable[..., Any]] = {
     "math.prod": math.prod,
     "math.gcd": math.gcd,
     "math.lcm": math.lcm,
+    # (posix: fnmatch is fnmatchcase; the target is a Linux server)
+    "fnmatch.fnmatch": fnmatch.fnmatchcase,
+    "fnmatch.fnmatchcase": fnmatch.fnmatchcase,
     "os.path.join": posixpath.join,
     "os.path.basename": posixpath.basename,
     "os.path.dirname": posixpath.dirname,

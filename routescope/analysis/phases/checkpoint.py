@@ -51,6 +51,14 @@ def served_config(spec: RoutingSpec, text: Instance) -> Instance:
     return Instance(None, _torch_dtypes(fields), "config")
 
 
+def sidecar_value(spec: RoutingSpec) -> Value:
+    """ModelOpt's hf_quant_config.json beside config.json as a dict the framework reads (what
+    a framework that loads it itself gets), None when the checkpoint has none."""
+    if spec.sidecar is None:
+        return Const(None, ("no hf_quant_config.json beside config.json",))
+    return _config_value(spec.sidecar, "hf_quant_config.json", "hf_quant_config")
+
+
 def _config_value(value: Any, origin: str, key: str) -> Value:
     if _literal(value):
         return Const(value, (origin,))

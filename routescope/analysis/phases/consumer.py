@@ -77,6 +77,9 @@ def into_consumer(
                 p.end,
                 "the experts layer's decode forward",
                 as_served=False,  # weight loading, which routescope does not model, never ran
+                # the layer routes, then runs the experts: what it returns is their output (a
+                # tensor torch ops made), the routing is the first kernel that routed
+                by_kernel=True,
             )
         finally:
             engine.tracing = False

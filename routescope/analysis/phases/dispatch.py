@@ -30,7 +30,12 @@ from routescope.analysis.phases.block import (
     merge_router_states,
     read_router_state,
 )
-from routescope.analysis.phases.checkpoint import checkpoint_of, config_instance, served_config
+from routescope.analysis.phases.checkpoint import (
+    checkpoint_of,
+    config_instance,
+    served_config,
+    sidecar_value,
+)
 from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, into_consumer
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
@@ -129,6 +134,7 @@ def trace_dispatch(
     # what summaries may name: the checkpoint's config and the device, as routescope read them
     facts.checkpoint = checkpoint_of(spec)
     facts.bindings["hf_config"] = served = served_config(spec, config)
+    facts.bindings["quant_sidecar"] = sidecar_value(spec)
     facts.bindings["gpu_memory_mib"] = Const(
         dep.gpu.memory_mib, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: memory_gib",)
     )
