@@ -126,6 +126,23 @@ def find_way_out(
     return try_changes(candidates(choosing, fields, current), quant_field, dep, retrace)
 
 
+def _attempt(
+    name: str,
+    value: str,
+    quant_field: str,
+    dep: Deployment,
+    retrace: Callable[[Deployment], dict[str, Any]],
+    tried: list[str],
+) -> dict[str, Any] | None:
+    """The report of `dep` with one argument changed; None (and why, in `tried`) when the
+    change is refused (a value the release does not accept)."""
+    try:
+        return retrace(changed(dep, name, value, quant_field))
+    except RoutescopeError as exc:
+        tried.append(f"{flag_text(name, value, quant_field)}: {exc.message}")
+        return None
+
+
 def try_changes(
     changes: list[tuple[str, str]],
     quant_field: str,
@@ -139,10 +156,8 @@ def try_changes(
         changes = [(n, v) for n, v in changes if n != quant_field]
     for name, value in changes[:MAX_TRIES]:
         flag = flag_text(name, value, quant_field)
-        try:
-            doc = retrace(changed(dep, name, value, quant_field))
-        except RoutescopeError as exc:
-            tried.append(f"{flag}: {exc.message}")
+        doc = _attempt(name, value, quant_field, dep, retrace, tried)
+        if doc is None:
             continue
         status = doc["dispatch"]["status"]
         if status != "selected":
@@ -197,10 +212,8 @@ def switch_by_tracing(
     tried: list[str] = []
     for value in [v for v in rule.get("prefer", ()) if v != now][:MAX_TRIES]:
         flag = flag_text(arg, value, quant_field)
-        try:
-            other = retrace(changed(dep, arg, value, quant_field))
-        except RoutescopeError as exc:
-            tried.append(f"{flag}: {exc.message}")
+        other = _attempt(arg, value, quant_field, dep, retrace, tried)
+        if other is None:
             continue
         theirs = other.get("verdict") or {}
         if other["dispatch"]["status"] != "selected" or theirs.get("insertable") is not True:

@@ -223,3 +223,34 @@ def route(x):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_decided_as_python_decides(tmp_path: Path, name: str) -> None:
     assert _kinds(tmp_path, CASES[name]) == ["cuda_kernel"]
+
+
+def test_a_budget_overrun_ends_the_way_it_happened_on(tmp_path: Path) -> None:
+    """A way that routed and then ran long (an experts forward) ends where the budget ran out,
+    keeping the kernel it reached; before, the function's every way was replaced by the state
+    it was entered with, and the kernel was lost."""
+    from routescope.analysis.engine.budget import Budget
+
+    body = """
+import os
+
+def experts(ids):
+    total = 0
+    for i in range(2_000):
+        total = total + i
+    return total
+
+def route(x):
+    if os.environ.get("FW_FAST"):
+        ids = topk_fast(x)
+    else:
+        ids = topk_fast(x)
+    out = experts(ids)
+    return out
+"""
+    budget = Budget()
+    budget.push(3_000, "over budget")
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", SCORES(),
+                budget=budget)  # fmt: skip
+    assert paths and all(p.stopped == "over budget" for p in paths)
+    assert all(any(k.kind == "cuda_kernel" for k in p.kernels) for p in paths)
