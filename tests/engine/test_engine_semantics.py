@@ -181,6 +181,24 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.22.0 config/kernel.py:257: asdict() of a dataclass, nested ones converted too
+    "dataclasses_asdict": """
+@dataclasses.dataclass
+class Inner:
+    ops: list = dataclasses.field(default_factory=list)
+
+@dataclasses.dataclass
+class Priority:
+    rms_norm: list | None = None
+    inner: Inner = dataclasses.field(default_factory=Inner)
+
+def route(x):
+    d = dataclasses.asdict(Priority(["native"]))
+    if (list(d) == ["rms_norm", "inner"] and d["inner"] == {"ops": []}
+            and d["rms_norm"] == ["native"]):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
     # vLLM 0.33.0 fp8_utils.py:1177: a dtype among others
     "dtype_in_a_tuple": """
 def route(x):

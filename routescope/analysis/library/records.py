@@ -30,6 +30,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
+    raises,
 )
 
 if TYPE_CHECKING:
@@ -184,6 +185,7 @@ NAMES = frozenset(
         "msgspec.structs.fields",
         "dataclasses.fields",
         "dataclasses.is_dataclass",
+        "dataclasses.asdict",
         "msgspec.defstruct",
         "vars",
         "issubclass",
@@ -211,6 +213,8 @@ def call(
         sentinel = NODEFAULT if name.startswith("msgspec") else MISSING
         infos = [_field_info(cls, n, sentinel) for n in field_names(cls)]
         return new_tuple(infos)
+    if name == "dataclasses.asdict" and len(args) == 1 and not kwargs:
+        return as_dict(st, args[0], 4)
     if name == "dataclasses.is_dataclass" and len(args) == 1:
         target = args[0]
         if isinstance(target, Instance) and target.cls is not None:
@@ -359,3 +363,23 @@ def instance_dict(cls: ClassVal, fields: dict[str, Value]) -> Value:
         return Unknown(f"{cls.qualname} has no __dict__", kind=UnknownKind.ABSENT)
     names = set(field_names(cls))
     return str_dict({k: v for k, v in fields.items() if k not in names})
+
+
+def as_dict(st: PathState, v: Value, depth: int) -> Value:
+    """dataclasses.asdict: a dataclass instance as a new dict of its fields in order, the
+    dataclasses among their values converted too (to `depth`); a TypeError for anything else."""
+    if not (isinstance(v, Instance) and v.cls is not None and is_dataclass(v.cls)):
+        if isinstance(v, (Const, ListVal, TupleVal, DictVal, SetVal, ClassVal)):
+            return raises("TypeError", "asdict() should be called on dataclass instances")
+        return Unknown("asdict() of an unknown value", kind=UnknownKind.UNSUPPORTED)
+    fields = st.fields(v)
+    names = field_names(v.cls)
+    if depth <= 0 or any(n not in fields for n in names):
+        return Unknown("asdict() of a dataclass not fully built", kind=UnknownKind.UNSUPPORTED)
+    out: dict[str, Value] = {}
+    for n in names:
+        f = fields[n]
+        nested = isinstance(f, Instance) and f.cls is not None and is_dataclass(f.cls)
+        out[n] = as_dict(st, f, depth - 1) if nested else f
+    return _dict(out)
+
