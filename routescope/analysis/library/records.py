@@ -382,4 +382,3 @@ def as_dict(st: PathState, v: Value, depth: int) -> Value:
         nested = isinstance(f, Instance) and f.cls is not None and is_dataclass(f.cls)
         out[n] = as_dict(st, f, depth - 1) if nested else f
     return _dict(out)
-
