@@ -17,8 +17,8 @@ from routescope.analysis.library.registry import Paths, models
 if TYPE_CHECKING:
     from routescope.analysis.engine.base import EngineBase
 
-# a filter whose predicate is undecided on more items than this is not followed (each doubles
-# the paths)
+# ways the function may fork into over the items before map/filter is not followed (each
+# undecided item doubles them)
 FORKS = 4
 
 
@@ -44,7 +44,6 @@ def _map_filter(
         return None
     rows = list(zip(*[s for s in seqs if s is not None], strict=False))  # the shortest ends it
     paths: list[tuple[PathState, list[Value]]] = [(st, [])]
-    forks = 0
     for row in rows:
         nxt: list[tuple[PathState, list[Value]]] = []
         for s, acc in paths:
@@ -57,13 +56,10 @@ def _map_filter(
                     nxt.append((s2, [*acc, v]))
                     continue
                 t = truth_in(s2, v)
-                if t is None:
-                    forks += 1
-                    nxt.append((s2.fork(), [*acc, row[0]]))
-                    nxt.append((s2, acc))
-                else:
-                    nxt.append((s2, [*acc, row[0]] if t else acc))
-        if forks > FORKS:
+                if t is None:  # which items it keeps is not known: so is what it gives
+                    return None
+                nxt.append((s2, [*acc, row[0]] if t else acc))
+        if len(nxt) > FORKS:  # the function itself forks on more items than this
             return None
         paths = nxt
     return [(s, new_tuple(acc)) for s, acc in paths]
