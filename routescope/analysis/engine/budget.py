@@ -48,7 +48,11 @@ class Budget:
         """How many live paths are kept apart before those that reached the same kernels
         join."""
         routed = self.routed_merge_at
-        if routed is not None and all(any(h.routes for h in s.sinks) for s in states):
+        if (
+            routed is not None
+            and len(states) > routed
+            and all(any(h.routes for h in s.sinks) for s in states)
+        ):
             return min(routed, self.merge_at)
         return self.merge_at
 

@@ -52,16 +52,23 @@ def seq_items(st: PathState, v: Value) -> list[Value] | None:
     return None
 
 
+def field_names(cls: ClassVal) -> list[str]:
+    """Fields in declaration order, bases first (as dataclasses, NamedTuple and msgspec order
+    them)."""
+    names: list[str] = []
+    for c in reversed(cls.mro()):
+        for key in c.attrs:
+            if key.startswith(FIELD) and key[len(FIELD) :] not in names:
+                names.append(key[len(FIELD) :])
+    return names
+
+
 def named_tuple_items(st: PathState, v: Instance) -> list[Value] | None:
     """A NamedTuple's items (its fields in order), as it is a tuple; None for anything else."""
     cls = v.cls
     if cls is None or not any(b.endswith("NamedTuple") for b in cls.external_bases()):
         return None
-    names: list[str] = []
-    for c in reversed(cls.mro()):
-        names.extend(
-            k[len(FIELD) :] for k in c.attrs if k.startswith(FIELD) and k[len(FIELD) :] not in names
-        )
+    names = field_names(cls)
     fields = st.fields(v)
     return [fields[n] for n in names] if all(n in fields for n in names) else None
 

@@ -17,7 +17,14 @@ from routescope.analysis.engine.containers import (
     key_of,
     new_tuple,
 )
-from routescope.analysis.engine.contents import contains, entries, seq_items, snapshot
+from routescope.analysis.engine.contents import (
+    contains,
+    entries,
+    field_names,
+    named_tuple_items,
+    seq_items,
+    snapshot,
+)
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import (
     torch_dtype,
@@ -40,7 +47,7 @@ from routescope.analysis.engine.values import (
     unknown_from,
 )
 from routescope.analysis.library.builtins import SENTINEL
-from routescope.analysis.library.records import field_names, is_dataclass, is_struct
+from routescope.analysis.library.records import is_dataclass, is_struct
 
 BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -99,12 +106,10 @@ def record_eq(st: PathState, a: Value, b: Value, depth: int) -> bool | None:
     return True
 
 
-# bases from outside the framework that keep object's == (identity)
+# bases from outside the framework that keep object's == (identity); ABCs and Protocols too
 _IDENTITY_BASES = frozenset(
     {
-        "abc.ABC",
         "typing.Generic",
-        "typing.Protocol",
         "torch.nn.Module",
         "torch.nn.modules.module.Module",
     }
@@ -127,16 +132,8 @@ def named_tuple(st: PathState, v: Value) -> Value:
     """A NamedTuple instance as the tuple it is (its fields in order); anything else as is.
     (Its own comparison methods that take only their own class answer NotImplemented for a
     plain tuple, and Python then compares the two as tuples.)"""
-    if (
-        isinstance(v, Instance)
-        and v.cls is not None
-        and any(b.endswith("NamedTuple") for b in v.cls.external_bases())
-    ):
-        fields = st.fields(v)
-        names = field_names(v.cls)
-        if all(n in fields for n in names):
-            return new_tuple([fields[n] for n in names])
-    return v
+    items = named_tuple_items(st, v) if isinstance(v, Instance) else None
+    return new_tuple(items) if items is not None else v
 
 
 def equal(st: PathState, a: Value, b: Value, depth: int = 6) -> bool | None:

@@ -10,7 +10,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, TupleVal
-from routescope.analysis.engine.contents import entries, seq_items, snapshot, truth_in
+from routescope.analysis.engine.contents import entries, field_names, seq_items, snapshot, truth_in
 from routescope.analysis.engine.sequences import over_containers
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -391,5 +391,5 @@ def _replace(
     if not (isinstance(obj, Instance) and obj.cls is not None and records.is_record(obj.cls)):
         return None
     view = st.fields(obj)
-    given = {n: view[n] for n in records.field_names(obj.cls) if n in view}
+    given = {n: view[n] for n in field_names(obj.cls) if n in view}
     return eng.call(st, obj.cls, [], {**given, **kwargs}, node)

@@ -20,7 +20,7 @@ from routescope.analysis.engine.containers import (
     new_tuple,
     str_dict,
 )
-from routescope.analysis.engine.contents import FIELD, entries, seq_items
+from routescope.analysis.engine.contents import FIELD, entries, field_names, seq_items
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -98,16 +98,6 @@ def is_dataclass(cls: ClassVal) -> bool:
 
 def is_record(cls: ClassVal) -> bool:
     return is_struct(cls) or is_dataclass(cls) or "__record_fields__" in cls.attrs
-
-
-def field_names(cls: ClassVal) -> list[str]:
-    """Fields in declaration order, bases first (as dataclasses and msgspec order them)."""
-    names: list[str] = []
-    for c in reversed(cls.mro()):
-        for key in c.attrs:
-            if key.startswith(FIELD) and key[len(FIELD) :] not in names:
-                names.append(key[len(FIELD) :])
-    return names
 
 
 class FieldDefault(Value):
