@@ -9,7 +9,7 @@ from routescope.errors import RoutescopeError
 from routescope.report import FUSED_MOE_KERNEL, sink_args_text
 from routescope.verdict import constraints as C
 from routescope.verdict.callees import CallSite, find_calls
-from routescope.verdict.facts import input_value
+from routescope.verdict.facts import input_value, with_router_fields
 from routescope.verdict.point import Point, calls_in, find_point, following
 from routescope.verdict.rules import OeaRules, load_oea_rules
 from routescope.verdict.sketch import from_constraints
@@ -35,6 +35,7 @@ def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, 
     }
     if fw is None:
         return {**base, "why": f"no OEA rules for {dep['framework']}"}
+    doc = with_router_fields(doc, fw, base["rules"])
     if index is None:
         try:
             index = open_index(dep["source"])

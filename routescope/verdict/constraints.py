@@ -279,8 +279,8 @@ def padding(
         ev.append(f"{point.function.split(':')[-1]} takes {param}")
     if live:
         finding = (
-            f"padded rows (row >= {param}) leave the router with topk_ids = -1; OEA must "
-            "exclude them from the batch's expert set and leave them -1"
+            f"the router marks padded rows ({param}) with topk_ids = -1; OEA must exclude "
+            "them from the batch's expert set and leave them -1"
         )
     elif param in params:
         finding = (

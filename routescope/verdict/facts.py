@@ -61,3 +61,47 @@ def input_value(path: dict[str, Any], expr: str) -> tuple[str, list[str]] | None
 
 def at(file: str, line: int) -> str:
     return f"{file}:{line}"
+
+
+def router_attribute(router: dict[str, Any], fw: dict[str, Any], name: str) -> str | None:
+    """The router attribute that holds OEA's `name` on this path: `name` itself, else the first
+    of the framework's names for it (rules/oea: router_fields) the traced router has."""
+    if name in router:
+        return name
+    names = ((fw.get("router_fields") or {}).get(name) or {}).get("names", [])
+    return next((n for n in names if n in router), None)
+
+
+def router_absent(fw: dict[str, Any], name: str) -> tuple[bool, Any, str]:
+    """(declared, value, why): what a router with no attribute for `name` has, as the rules
+    declare it from the source."""
+    decl = (fw.get("router_fields") or {}).get(name) or {}
+    if decl.get("absent_none"):
+        return True, None, str(decl["why"])
+    if "absent" in decl:
+        return True, decl["absent"], str(decl["why"])
+    return False, None, ""
+
+
+def with_router_fields(doc: dict[str, Any], fw: dict[str, Any], rules_file: str) -> dict[str, Any]:
+    """The report with its router settings also under OEA's names (correction_bias, ...), each
+    found under the framework's own attribute name or, for a router without one, the value the
+    rules declare (with the declaration as its origin). The report itself is left as it is."""
+    disp = doc.get("dispatch") or {}
+    router = disp.get("router")
+    if not router or not fw.get("router_fields"):
+        return doc
+    view = dict(router)
+    for name in fw["router_fields"]:
+        attr = router_attribute(router, fw, name)
+        if attr == name:
+            continue
+        if attr is not None:
+            item = router[attr]
+            view[name] = {**item, "origins": [f"the router's {attr}", *item["origins"]]}
+            continue
+        declared, value, why = router_absent(fw, name)
+        if declared:
+            view[name] = {"value": value, "kind": "constant", "repr": repr(value),
+                          "origins": [f"{rules_file}: {why}"]}  # fmt: skip
+    return {**doc, "dispatch": {**disp, "router": view}}

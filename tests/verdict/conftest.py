@@ -1,4 +1,4 @@
-"""Reports of real deployments against the real SGLang wheel (cached after the first fetch)."""
+"""Reports of real deployments against the real framework wheels (cached after the first fetch)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from tests.conftest import REPO
 
 @cache
 def report(
-    model: str, version: str, gpu: str, tp: int = 8, quant: str | None = None
-) -> dict[str, Any]:
+    model: str, version: str, gpu: str, tp: int = 8, quant: str | None = None,
+    framework: str = "sglang",
+) -> dict[str, Any]:  # fmt: skip
     req = api.InspectRequest(
-        model=str(REPO / model), framework=f"sglang=={version}", gpu=gpu, tp=tp, quant=quant
+        model=str(REPO / model), framework=f"{framework}=={version}", gpu=gpu, tp=tp, quant=quant
     )
     doc = api.inspect(req)
     doc["model"]["ref"] = model  # the absolute checkout path must not leak into snapshots

@@ -1,4 +1,4 @@
-"""The OEA verdict on real SGLang source: rule cases, the GLM-5 point, a fused router."""
+"""The OEA verdict on real framework source: rule cases, the GLM-5 point, a fused router."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from routescope.verdict.rules import load_oea_rules
 from tests.verdict.conftest import report
 
-CASES = [c for fw in load_oea_rules().frameworks.values() for c in fw.get("case", [])]
+CASES = [{**c, "framework": name} for name, fw in load_oea_rules().frameworks.items()
+         for c in fw.get("case", [])]  # fmt: skip
 
 
 def test_rule_ids_are_unique_and_stable() -> None:
@@ -24,13 +25,19 @@ def test_rule_cases(case: dict[str, object]) -> None:
         str(case["version"]),
         str(case["gpu"]),
         int(case.get("tp", 1)),  # type: ignore[call-overload]
-        case.get("quant"),
-    )  # type: ignore[arg-type]
+        case.get("quant"),  # type: ignore[arg-type]
+        str(case["framework"]),
+    )
     v = doc["verdict"]
     if case["insertable"] != "any":
         assert v["insertable"] is case["insertable"], v["why"]
     if "function" in case:
         assert v["insertion_point"]["function"] == case["function"]
+    found = {c["id"]: c["finding"] for c in v["constraints"]}
+    for rule, text in case.get("findings", {}).items():  # type: ignore[attr-defined]
+        assert text in found.get(rule, ""), (rule, found.get(rule))
+    if "switch" in case:
+        assert (v["switch"] or {}).get("flag") == case["switch"], v["switch"]
 
 
 @pytest.mark.network
