@@ -13,7 +13,7 @@ from routescope.oea.config import GROUP_POLICIES, GroupPolicy
 def patch(
     model: str | None = typer.Argument(None, help="Hub id, directory or config.json."),
     framework: str = typer.Option(
-        ..., "--framework", help="Published framework, e.g. sglang==0.5.23."
+        ..., "--framework", help="Published framework, e.g. sglang==0.5.23 or vllm==0.33.0."
     ),
     gpu: str = typer.Option("sm120", "--gpu", help="GPU profile id or alias."),
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel size."),

@@ -7,6 +7,7 @@ verdict decided statically (scoring, bias, id space) and the group policy are li
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,49 +78,78 @@ def _names(expr: str) -> set[str]:
 
 
 def needed(plan: CallPlan) -> list[str]:
-    """The names the call reads from the point's scope."""
+    """The values the call reads at the point (OEA's names for them)."""
     extra = ["correction_bias"] if plan.biased else []
-    extra += ["expert_location_dispatch_info"] if plan.physical_ids else []
     return ["topk_weights", "topk_ids", "router_logits", *extra, *_RUNTIME]
 
 
-def router_arguments(before: str) -> dict[str, str]:
-    """The keyword arguments of the router call in the statement before the point, as source
-    text: the values the router was given are the ones OEA must use (0.5.23 passes its shared
-    slots as `num_fused_shared_experts=num_shared_topk_slots_for_gate`)."""
+def router_call(before: str) -> tuple[dict[str, str], str | None]:
+    """The router call in the statement before the point: its keyword arguments as source text
+    (the values the router was given are the ones OEA must use: 0.5.23 passes its shared slots
+    as `num_fused_shared_experts=num_shared_topk_slots_for_gate`), and the object it is called
+    on (`self.router` in `self.router.select_experts(...)`; None for a plain function)."""
     try:
         tree = ast.parse(before.strip())
     except SyntaxError:
-        return {}
+        return {}, None
     call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call)), None)
     if call is None:
-        return {}
-    return {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
+        return {}, None
+    on = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    return {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}, on
 
 
-def render_call(plan: CallPlan, scope: set[str], env: str,
-                given: dict[str, str] | None = None) -> str:  # fmt: skip
-    """The inserted statement's source (a comment line, then one `if`). A runtime value is
-    what the router call at the point was given under that name, else the same name in scope."""
-    given = given or {}
-    exprs = {n: given.get(n, n) for n in _RUNTIME}
-    reads = {n for e in exprs.values() for n in _names(e)}
-    missing = [n for n in dict.fromkeys([*needed(plan)[: -len(_RUNTIME)], *sorted(reads)])
-               if n not in scope]  # fmt: skip
+def runtime_values(
+    names: list[str],
+    scope: set[str],
+    given: dict[str, str],
+    on: str | None,
+    attribute: Callable[[str], str | None],
+    absent: Callable[[str], tuple[bool, Any]],
+) -> dict[str, str]:
+    """Each value as source text at the point: what the router call was given under that name,
+    else the name in scope, else the router's attribute for it through the object the call is
+    made on, else the value the rules declare for a router without one; RoutescopeError naming
+    what is found nowhere."""
+    out: dict[str, str] = {}
+    missing = []
+    for name in names:
+        attr = attribute(name)
+        declared, value = absent(name)
+        if name in given:
+            out[name] = given[name]
+        elif name in scope:
+            out[name] = name
+        elif on is not None and attr is not None:
+            out[name] = f"{on}.{attr}"
+        elif declared:
+            out[name] = repr(value)
+        else:
+            missing.append(name)
+    reads = {n for e in out.values() for n in _names(e)}
+    missing += sorted(n for n in reads - scope if n not in missing)
     if missing:
         raise RoutescopeError(
             "insertion point", f"not in scope there: {', '.join(missing)}; cannot wire OEA"
         )
+    return out
+
+
+def render_call(plan: CallPlan, values: dict[str, str], env: str, remap_off: str | None) -> str:
+    """The inserted statement's source (a comment line, then one `if`), each runtime value the
+    expression `values` gives for it at the point; `remap_off` (an expression true when EPLB
+    leaves ids logical) guards a path whose ids may be physical."""
     guard = f"{ALIAS}.active()"
     if plan.physical_ids:  # EPLB turned ids into replica ids; OEA recomputes logical ones
-        guard = f"expert_location_dispatch_info is None and {guard}"
-    bias = "correction_bias" if plan.biased else "None"
-    kw = "".join(f"        {n}={exprs[n]},\n" for n in _RUNTIME)
+        guard = f"{remap_off} and {guard}"
+    bias = values["correction_bias"] if plan.biased else "None"
+    kw = "".join(f"        {n}={values[n]},\n" for n in _RUNTIME)
     return (
-        f"# routescope OEA: off unless {env} is set; decode CUDA-graph capture only\n"
+        f"# routescope OEA: off unless {env} is set; decode steps only\n"
         f"if {guard}:\n"
         f"    topk_weights, topk_ids = {ALIAS}.oea_select(\n"
-        f"        topk_weights,\n        topk_ids,\n        router_logits,\n        {bias},\n"
+        f"        topk_weights,\n        topk_ids,\n        {values['router_logits']},\n"
+        f"        {bias},\n"
         f"        k0={ALIAS}.configured_k0(),\n"
         f'        scoring="{plan.scoring}",\n        policy="{plan.policy}",\n'
         f"{kw}    )\n"

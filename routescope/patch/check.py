@@ -76,7 +76,7 @@ def _added(section: str) -> list[str]:
 
 
 def check_patch(text: str, framework: str, *, offline: bool = False) -> PatchCheck:
-    """Re-verify a routescope OEA patch against `framework` ("sglang==V")."""
+    """Re-verify a routescope OEA patch against `framework` ("NAME==V")."""
     meta = read_meta(text)
     if not meta:
         raise RoutescopeError("--check", "not a routescope patch (no routescope-meta line)")

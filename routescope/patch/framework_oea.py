@@ -12,33 +12,52 @@ from typing import Any
 import torch
 
 Tensor = Any
+# what the patch builder writes in for the framework (rules/oea/<framework>.toml [patch]): the
+# variable that turns OEA on, and the environment the decode flag needs
 ENV = "SGLANG_OEA_K0"
+RUN_WITH: dict[str, str] = {}
 _NO_KEY = -(2**63)  # below every order key: an expert the walk may not take
 _ANY_KEY = 2**63 - 1  # above every order key: min(key, _ANY_KEY) keeps the key
 _EPS = 1e-20  # SGLang's renormalising epsilon (topk.py)
 
 
 def configured_k0() -> int:
-    """The k0 in SGLANG_OEA_K0, or 0 (off) when it is unset or empty."""
+    """The k0 in the ENV variable, or 0 (off) when it is unset or empty."""
     value = os.environ.get(ENV, "").strip()
     return int(value) if value else 0
 
 
-def active() -> bool:
-    """True only when SGLANG_OEA_K0 is set and the decode CUDA graph is being captured.
-
-    select_experts has no forward mode in scope; SGLang captures its CUDA graphs for decode
-    (target-verify and draft steps under speculative decoding), so capture mode is the decode
-    flag reachable here. Eager batches (prefill, extend, decode above the largest captured
-    batch, or --disable-cuda-graph) keep the router's own routing.
-    """
-    if configured_k0() <= 0:
-        return False
+# >>> decode flag (the patch builder writes the framework's in here)
+def decode_step() -> bool:
     from sglang.srt.model_executor.cuda_graph_runner import (  # type: ignore[import-not-found]
         get_is_capture_mode,
     )
 
     return bool(get_is_capture_mode())
+
+
+# <<< decode flag
+
+_warned: list[str] = []
+
+
+def active() -> bool:
+    """True only when ENV is set and the framework's decode flag says this is a decode step.
+
+    The flag is host-side and static per captured CUDA graph, so a graph captured for decode
+    holds the OEA branch and every other batch keeps the router's own routing. When the
+    framework needs more environment for the flag to be true at all (RUN_WITH), a warning says
+    so once instead of OEA silently staying off.
+    """
+    if configured_k0() <= 0:
+        return False
+    missing = [f"{k}={v}" for k, v in RUN_WITH.items() if os.environ.get(k, "").strip() != v]
+    if missing and not _warned:
+        _warned.append(ENV)
+        import warnings
+
+        warnings.warn(f"{ENV} is set, but OEA needs {' '.join(missing)} to run", stacklevel=2)
+    return decode_step()
 
 
 def _order_key(sel: Tensor) -> Tensor:
@@ -90,7 +109,8 @@ def oea_select(
     """The router's (topk_weights, topk_ids) -> OEA's, same shapes and dtypes, new tensors.
 
     Only the first k - num_fused_shared_experts (routed) columns change; shared columns and
-    padded rows (row >= num_token_non_padded) keep the router's values. Ranks by the scores
+    padded rows (row >= num_token_non_padded, or a row the router marked with a negative id)
+    keep the router's values. Ranks by the scores
     (+ correction_bias), weights by the unbiased scores, renormalises over the kept routed
     experts when `renormalize`, and multiplies by routed_scaling_factor when the router did
     (apply_routed_scaling_factor_on_output). A token keeping fewer than k experts repeats its
@@ -120,8 +140,12 @@ def oea_select(
 
     p1_ids = _take_best(own.clone(), k0)[1]
     rows = torch.arange(b, device=dev)
-    valid = None if num_token_non_padded is None else rows < num_token_non_padded
-    to_a = p1_ids if valid is None else torch.where(valid.view(b, 1), p1_ids, n)
+    # padded rows: past num_token_non_padded, or marked by the router (an id below 0 in the
+    # routed columns: vLLM's -1 under VLLM_MOE_SKIP_PADDING); they keep the router's values
+    valid = (topk_ids[:, :k] >= 0).all(dim=-1)
+    if num_token_non_padded is not None:
+        valid = valid & (rows < num_token_non_padded)
+    to_a = torch.where(valid.view(b, 1), p1_ids, n)
     cap = torch.full((n + 1,), _NO_KEY, dtype=torch.long, device=dev)
     cap = cap.scatter_(0, to_a.reshape(-1), _ANY_KEY)[:n]
 
@@ -143,9 +167,8 @@ def oea_select(
     new_w = topk_weights.clone()
     ids = ids.to(topk_ids.dtype)
     w = w.to(topk_weights.dtype)
-    if valid is not None:
-        ids = torch.where(valid.view(b, 1), ids, topk_ids[:, :k])
-        w = torch.where(valid.view(b, 1), w, topk_weights[:, :k])
+    ids = torch.where(valid.view(b, 1), ids, topk_ids[:, :k])
+    w = torch.where(valid.view(b, 1), w, topk_weights[:, :k])
     new_ids[:, :k] = ids
     new_w[:, :k] = w
     return new_w, new_ids

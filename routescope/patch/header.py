@@ -13,14 +13,6 @@ from routescope import __version__
 from routescope.report import sink_label
 
 META = "# routescope-meta: "
-_DECODE = (
-    "decode only: select_experts has no forward-mode flag in scope (its inputs are hidden "
-    "states, router logits, the TopKConfig, layer id, padding count and EPLB info), so the call "
-    "runs only while SGLang captures a CUDA graph ({flag}); "
-    "SGLang captures decode (and, with speculative decoding, target-verify and draft) graphs, "
-    "never prefill. Eager batches keep the router's routing: prefill, extend, decode above "
-    "--cuda-graph-max-bs, and everything under --disable-cuda-graph."
-)
 
 
 def _wrap(text: str, width: int = 96) -> list[str]:
@@ -35,7 +27,7 @@ def _wrap(text: str, width: int = 96) -> list[str]:
 
 
 def render_header(doc: dict[str, Any], meta: dict[str, Any], env: str, module: str,
-                  flag: str) -> str:  # fmt: skip
+                  decode: str, run_with: list[str] | None = None) -> str:  # fmt: skip
     """Comment lines (each '# ...') describing the patch; ends with the meta line."""
     dep, verdict = doc["deployment"], doc["verdict"]
     point = verdict["insertion_point"]
@@ -55,7 +47,8 @@ def render_header(doc: dict[str, Any], meta: dict[str, Any], env: str, module: s
         "point that replaces the routed columns of topk_ids/topk_weights.",
         f"enable: {env}={meta['k0']} (k0, the experts every token keeps); unset or empty: the "
         "call is skipped and routing is unchanged.",
-        _DECODE.format(flag=flag),
+        decode,
+        *(f"run with: {w}" for w in run_with or []),
         f"group policy: {meta['policy']}.",
         f"verdict: insertable ({verdict['rules']}): {verdict['why']}.",
         *(f"{c['id']} {c['name']}: {c['finding']}" for c in verdict["constraints"]),

@@ -22,13 +22,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("pad", [None, 11], ids=["no-padding", "padded"])
+@pytest.mark.parametrize("pad", [None, 11, "marked"], ids=["no-padding", "padded", "marked"])
 @pytest.mark.parametrize("n,k,s,ng,tg,scoring,bias,rsf,policy", CASES)
 def test_oea_select_equals_reference(
     n: int, k: int, s: int, ng: int, tg: int, scoring: str, bias: bool, rsf: float, policy: str,
-    pad: int | None,
+    pad: int | str | None,
 ) -> None:  # fmt: skip
-    gen = torch.Generator().manual_seed(n + ng + (pad or 0))
+    gen = torch.Generator().manual_seed(n + ng + (pad if isinstance(pad, int) else 0))
     b = 16
     cfg = RouterConfig(
         num_experts=n, top_k=k, scoring=scoring, has_correction_bias=bias, n_group=ng,
@@ -36,16 +36,20 @@ def test_oea_select_equals_reference(
     )  # fmt: skip
     logits = torch.randn(b, n, generator=gen) * 2
     cb = torch.randn(n, generator=gen) * 0.1 if bias else None
+    marked = pad == "marked"  # the router marked rows 9.. as padding with id -1 (vLLM)
+    pad = 9 if marked else pad
     valid = None if pad is None else torch.arange(b) < pad
     ref = oea_topk(logits, cfg, 5, policy=policy, valid=valid, correction_bias=cb)  # type: ignore[arg-type]
     tw = torch.rand(b, k + s, generator=gen)
     ti = torch.randint(0, n, (b, k + s), dtype=torch.int32, generator=gen)
+    if marked:
+        ti[pad:, :k] = -1
     w, i = F.oea_select(
         tw, ti, logits, cb, k0=5, scoring=scoring, policy=policy, renormalize=True,
         routed_scaling_factor=None if rsf == 1.0 else rsf,
         apply_routed_scaling_factor_on_output=rsf != 1.0, num_fused_shared_experts=s,
         num_expert_group=ng, topk_group=tg,
-        num_token_non_padded=None if pad is None else torch.tensor(pad),
+        num_token_non_padded=None if pad is None or marked else torch.tensor(pad),
     )  # fmt: skip
     rows = slice(None) if pad is None else slice(0, pad)
     assert i.dtype == ti.dtype and w.dtype == tw.dtype and i.shape == ti.shape
@@ -92,9 +96,9 @@ def test_added_file_diff() -> None:
 
 
 def test_the_flag_the_patch_names_is_the_modules() -> None:
-    from routescope.patch.build import ENV
+    from routescope.verdict.rules import load_oea_rules
 
-    assert F.ENV == ENV
+    assert load_oea_rules().frameworks["sglang"]["patch"]["env"] == F.ENV
 
 
 def test_building_a_patch_needs_no_torch() -> None:
