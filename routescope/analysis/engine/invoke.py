@@ -206,6 +206,10 @@ class InvokeMixin(EngineBase):
         # else one a committed phase filled (with the decisions that computed it)
         bound_size = cache_bound(fn)
         hit = st.memo.get(memo_key)
+        if RECORDING:  # a path that holds another entry here gets another value
+            named = (fn.bound, *map(self.resolved, (*args, *kwargs.values())))
+            for r in RECORDING:
+                r.memo.setdefault(memo_key, (hit, named))
         if hit is not None and hit[2] is fn.bound:  # the id in the key names the same receiver
             if bound_size is not None:  # an lru_cache: the entry is now the most recent
                 st.memo[memo_key] = st.memo.pop(memo_key)
@@ -248,6 +252,8 @@ class InvokeMixin(EngineBase):
         object the cached call read (what it built comes with it, its decisions replayed)."""
         for value, decisions, bound, reads, fresh in self._shared.get(key, ()):
             if bound is fn.bound and reads.holds_on(st):
+                for r in RECORDING:  # the hit stands on what the cached call read
+                    r.absorb(reads)
                 for obj, contents in fresh:
                     st.store(obj, contents)
                 st.decisions.extend(decisions)

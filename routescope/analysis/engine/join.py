@@ -30,7 +30,7 @@ from routescope.analysis.engine.shapes import (
     heap_digest,
     value_shape,
 )
-from routescope.analysis.engine.state import PathState, set_base
+from routescope.analysis.engine.state import PathState, base_of, set_base
 from routescope.analysis.engine.values import (
     Const,
     EnumMember,
@@ -219,9 +219,10 @@ def _join_states(first: PathState, states: list[PathState], why: str) -> PathSta
     # every join reads the paths as they were: the first path is written only after
     updates: list[tuple[Value, Any]] = []
     for obj in objs.values():
-        views = [s.contents(obj) for s in states]
-        if all(v is views[0] for v in views):
+        held = [s.heap.get(id(obj), base_of(obj)) for s in states]  # (not a read: kept as is)
+        if all(v is held[0] for v in held):
             continue  # no path changed it differently
+        views = [s.keyed(obj) for s in states]  # read: the join is made of what they hold
         updates.append((obj, join_contents(views, states, why, JOIN_DEPTH)))
     env_updates: list[tuple[dict[str, Value], str, Value]] = []
     for depth, env in enumerate(first.envs):
@@ -247,7 +248,12 @@ def all_stable(a: PathState, b: PathState) -> bool:
         if any(not stable(ea.get(n), eb.get(n)) for n in {*ea, *eb}):
             return False
     objs = {**a.heap_objs, **b.heap_objs}
-    return all(_contents_stable(a.contents(o), b.contents(o)) for o in objs.values())
+    for o in objs.values():
+        if a.heap.get(id(o), base_of(o)) is b.heap.get(id(o), base_of(o)):
+            continue  # (not a read: the same on both, whatever it holds)
+        if not _contents_stable(a.keyed(o), b.keyed(o)):
+            return False
+    return True
 
 
 def _contents_stable(x: Any, y: Any) -> bool:

@@ -120,11 +120,11 @@ class ObjectsMixin(EngineBase):
         if isinstance(obj, Instance) and obj.label == LIBRARY and obj.cls is None:
             return [(st, LibraryMethod(obj, name, self.facts.ops))]
         if isinstance(obj, Instance):
-            fields = st.fields(obj)
-            if name in fields:
-                return [(st, fields[name])]
+            got = st.field(obj, name)
+            if got is not None:
+                return [(st, got)]
             if name == "__dict__" and obj.cls is not None:
-                return [(st, records.instance_dict(obj.cls, fields))]
+                return [(st, records.instance_dict(obj.cls, st.fields(obj)))]
             if obj.cls is not None:
                 found = self.class_lookup(st, obj.cls, name)
                 if isinstance(found, FunctionVal):

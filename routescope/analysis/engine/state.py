@@ -141,6 +141,15 @@ class PathState:
             _read(obj, got)
         return got
 
+    def field(self, obj: Instance, name: str) -> Value | None:
+        """One field of `obj` as this path sees it (None: not set): what a computation that
+        reads only this field depends on is this field, not the others."""
+        own = self.heap.get(id(obj))
+        got = (own if own is not None else obj.fields).get(name)
+        for r in RECORDING:
+            r.reads.setdefault(hash((id(obj), name)), (obj, (name, got)))
+        return got
+
     def global_value(self, mod: ModuleVal, name: str) -> Value | None:
         """A module global as this path sees it (a function's `global` writes are the path's
         own); None when the module has no such name."""
@@ -155,6 +164,19 @@ class PathState:
         own = self.heap.get(id(obj))
         got = own if own is not None else base_of(obj)
         if RECORDING:
+            _read(obj, got)
+        return got
+
+    def keyed(self, obj: Value) -> Any:
+        """`contents`, for a join or a comparison of paths: an object's names (fields, globals,
+        class attributes) read one by one, so what depends on them is each of them."""
+        own = self.heap.get(id(obj))
+        got = own if own is not None else base_of(obj)
+        if RECORDING and isinstance(got, dict):
+            for r in RECORDING:
+                for name, v in got.items():
+                    r.reads.setdefault(hash((id(obj), name)), (obj, (name, v)))
+        elif RECORDING:
             _read(obj, got)
         return got
 
@@ -181,7 +203,10 @@ class PathState:
 
     def write(self, obj: Instance | ModuleVal, name: str, value: Value) -> None:
         """Copy-on-write: a fork may share the inner dict, so every write makes its own."""
-        own = dict(self.contents(obj))
+        own = self.heap.get(id(obj))  # (only `name` is read: what it held before)
+        own = dict(own if own is not None else base_of(obj))
+        for r in RECORDING:
+            r.reads.setdefault(hash((id(obj), name)), (obj, (name, own.get(name))))
         own[name] = value
         self.store(obj, own)
 
@@ -215,12 +240,23 @@ class Reads:
     any path that holds the same contents for everything it read (ENGINE.md: caches are keyed
     by what they read)."""
 
-    __slots__ = ("reads", "since", "writes")
+    __slots__ = ("memo", "reads", "since", "writes")
 
     def __init__(self) -> None:
         self.since = next(SERIALS)  # objects with a later serial were made by the computation
         self.reads: dict[int, tuple[Value, Any]] = {}
         self.writes: dict[int, Value] = {}
+        # functools memo keys looked up on the path: what the first lookup found (None: a
+        # miss) and the objects the key names by identity (engine/replay.py)
+        self.memo: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
+
+    def absorb(self, other: Reads) -> None:
+        """What a cached computation read, read again by taking its cached result."""
+        for key, seen in other.reads.items():
+            if other.older(seen[0]):  # (what it made itself comes with the cached result)
+                self.reads.setdefault(key, seen)
+        for mkey, hit in other.memo.items():
+            self.memo.setdefault(mkey, hit)
 
     def older(self, obj: Value) -> bool:
         return getattr(obj, "serial", 0) < self.since
@@ -231,7 +267,7 @@ class Reads:
             if not self.older(obj):
                 continue
             now = st.heap.get(id(obj), base_of(obj))
-            if isinstance(obj, ModuleVal) and isinstance(contents, tuple):
+            if isinstance(contents, tuple):  # one name read (a global, a field)
                 if now.get(contents[0]) is not contents[1]:
                     return False
             elif now is not contents:

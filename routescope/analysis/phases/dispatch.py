@@ -9,7 +9,8 @@ from typing import Any
 from routescope.analysis.engine.budget import Budget, few_collections
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Assumption
-from routescope.analysis.engine.state import Decision, PathState
+from routescope.analysis.engine.replay import Replay
+from routescope.analysis.engine.state import RECORDING, Decision, PathState, Reads
 from routescope.analysis.engine.values import (
     AtLeast,
     ClassVal,
@@ -202,6 +203,7 @@ def trace_dispatch(
     hidden = _hidden_states(spec, config)
     paths: list[TracedPath] = []
     router_states: list[RouterState] = []
+    done: list[tuple[PathState, Reads, tuple[Value, ...], list[TracedPath]]] = []
     for bst, block, router in built:
         if not isinstance(router, Instance):
             why = router.reason if isinstance(router, Unknown) else "the block built no router"
@@ -217,41 +219,19 @@ def trace_dispatch(
             role="scores",
         )
         fn, args, what = decode_entry(engine, rules, bst, block, router, hidden, logits)
-        engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
-        engine.tracing = True
-        by_kernel = rules.data["router"].get("entry") == "consumer"
-        # past its first kernel that routes, a way is read only for the experts it launches:
-        # ways that routed alike join early there, as the experts trace of a router does
-        engine.budget.routed_merge_at = EXPERTS_MERGE_AT if by_kernel else None
-        try:
-            traced = trace_serving(engine, fn, args, {}, bst, what, by_kernel=by_kernel)
-        finally:
-            engine.tracing = False
-            engine.budget.routed_merge_at = None
-            engine.budget.pop()
-        traced = into_consumer(engine, rules, block, traced, notes, hidden)
-        if by_kernel and any(p.stopped and p.sink is not None for p in traced):
-            # past its first kernel that routes a way runs only the experts: the routing is
-            # decided where it stopped, the kernels the experts launch are not all followed
-            # (as for a router's experts trace that runs out of its budget)
-            notes.append(
-                f"{what} ran out of its budget in the experts, after the kernel that routes: "
-                "the kernels the experts launch are not all checked against the GPU"
-            )
-            traced = [replace(p, stopped="") if p.sink is not None else p for p in traced]
-        for p in traced:
-            stopped = p.stopped
-            if not stopped and p.sink is None and by_kernel:
-                # the layer that routes and runs the experts reached no kernel that routes: the
-                # routing is not shown (never "routes nothing": it is that layer's own job)
-                stopped = f"{what} reached no kernel that routes (it returned {p.result})"
-            elif (
-                not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames)
-            ):
-                # no kernel and no known result: nothing shows the routing happens downstream
-                stopped = f"the router's forward returned an unknown value: {p.result}"
-            paths.append(replace(p, stopped=stopped, setup=tuple(bst.decisions),
-                                 end=None, value=None))  # fmt: skip
+        roots = (fn, *args, block, hidden)
+        # ways through the build that made alike layers (they differ in what the decode
+        # never reads) decode alike: traced once, the answer replayed (engine/replay.py)
+        traced = next((t for a, r, ra, t in done if Replay(a, bst, r).holds(ra, roots)), None)
+        if traced is None:
+            reads = Reads()
+            RECORDING.append(reads)
+            try:
+                traced = decode_trace(engine, rules, bst, fn, args, what, block, hidden, notes)
+            finally:
+                RECORDING.pop()
+            done.append((bst, reads, roots, traced))
+        paths.extend(replace(p, setup=tuple(bst.decisions)) for p in traced)
     check_unread(engine, rules, dep.env, dep.packages, env_declared, version)
     for name, exc, at in engine.import_errors:
         where = f" at {at[0]}:{at[1]}" if at else ""
@@ -284,6 +264,48 @@ def trace_dispatch(
         explicit_stops(engine),
         known_arguments(server_args),
     )
+
+
+def decode_trace(
+    engine: Engine, rules: FrameworkRules, bst: PathState, fn: Value, args: list[Value],
+    what: str, block: Value, hidden: Value, notes: Notes,
+) -> list[TracedPath]:  # fmt: skip
+    """The decode step from one way through the build: every path through the router's (or the
+    layer's) call on the scores, on into the layer it hands its result to."""
+    engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
+    engine.tracing = True
+    by_kernel = rules.data["router"].get("entry") == "consumer"
+    # past its first kernel that routes, a way is read only for the experts it launches:
+    # ways that routed alike join early there, as the experts trace of a router does
+    engine.budget.routed_merge_at = EXPERTS_MERGE_AT if by_kernel else None
+    try:
+        traced = trace_serving(engine, fn, args, {}, bst, what, by_kernel=by_kernel)
+    finally:
+        engine.tracing = False
+        engine.budget.routed_merge_at = None
+        engine.budget.pop()
+    traced = into_consumer(engine, rules, block, traced, notes, hidden)
+    if by_kernel and any(p.stopped and p.sink is not None for p in traced):
+        # past its first kernel that routes a way runs only the experts: the routing is
+        # decided where it stopped, the kernels the experts launch are not all followed
+        # (as for a router's experts trace that runs out of its budget)
+        notes.append(
+            f"{what} ran out of its budget in the experts, after the kernel that routes: "
+            "the kernels the experts launch are not all checked against the GPU"
+        )
+        traced = [replace(p, stopped="") if p.sink is not None else p for p in traced]
+    out: list[TracedPath] = []
+    for p in traced:
+        stopped = p.stopped
+        if not stopped and p.sink is None and by_kernel:
+            # the layer that routes and runs the experts reached no kernel that routes: the
+            # routing is not shown (never "routes nothing": it is that layer's own job)
+            stopped = f"{what} reached no kernel that routes (it returned {p.result})"
+        elif not stopped and p.sink is None and (p.result.startswith("unknown") or not p.frames):
+            # no kernel and no known result: nothing shows the routing happens downstream
+            stopped = f"the router's forward returned an unknown value: {p.result}"
+        out.append(replace(p, stopped=stopped, end=None, value=None))
+    return out
 
 
 def platform_objects(engine: Engine, rules: FrameworkRules) -> None:
