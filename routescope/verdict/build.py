@@ -6,10 +6,16 @@ from typing import Any
 
 from routescope.analysis.index import Index
 from routescope.errors import RoutescopeError
+from routescope.patch.call import names_in_scope, router_call
 from routescope.report import FUSED_MOE_KERNEL, sink_args_text
 from routescope.verdict import constraints as C
 from routescope.verdict.callees import CallSite, find_calls
-from routescope.verdict.facts import input_value, with_router_fields
+from routescope.verdict.facts import (
+    input_value,
+    router_absent,
+    router_attribute,
+    with_router_fields,
+)
 from routescope.verdict.point import Point, calls_in, find_point, following
 from routescope.verdict.rules import OeaRules, load_oea_rules
 from routescope.verdict.sketch import from_constraints
@@ -127,7 +133,9 @@ def assess(
         (n for n in fw["tensors"]["logits"] if _takes(point, n)), fw["tensors"]["logits"][0]
     )
     indent = " " * (point.stmt.col_offset if not point.after else point.after.col_offset)
-    out["sketch"] = from_constraints(doc, indent, pad, logits)
+    out["sketch"] = from_constraints(
+        doc, indent, pad, logits, _sketch_names(doc, fw, point, out["insertion_point"])
+    )
     fname = point.function.split(":")[-1]
     out.update(
         insertable=True,
@@ -140,6 +148,37 @@ def assess(
 def _takes(point: Point, name: str) -> bool:
     args = point.source.node.args
     return any(a.arg == name for a in (*args.args, *args.kwonlyargs))
+
+
+def _sketch_names(
+    doc: dict[str, Any], fw: dict[str, Any], point: Point, where: dict[str, Any]
+) -> dict[str, str]:
+    """How the point reaches each value the sketch reads, as `routescope patch` wires it: the
+    router call's argument, a name in scope, the router's attribute through the object the
+    call is made on, the value the rules declare for a router without one."""
+    given, on = router_call(where["before"]["text"])
+    scope = names_in_scope("\n".join(point.source.module.lines), where["before"]["line"])
+    disp = doc["dispatch"]  # the router's own names (OEA's are added for the constraints)
+    router = disp.get("router_as_built") or disp.get("router") or {}
+    flag = (fw.get("patch") or {}).get("flag") or {}
+    out = (
+        {"decode": f"decode only, as routescope patch tests it: {flag['function']}()"}
+        if flag
+        else {}
+    )
+    for name in ("correction_bias", "routed_scaling_factor",
+                 "apply_routed_scaling_factor_on_output"):  # fmt: skip
+        attr = router_attribute(router, fw, name)
+        declared, value, _ = router_absent(fw, name)
+        if name in given:
+            out[name] = given[name]
+        elif name in scope:
+            out[name] = name
+        elif on is not None and attr is not None:
+            out[name] = f"{on}.{attr}"
+        elif declared:
+            out[name] = repr(value)
+    return out
 
 
 def _point_dict(point: Point, path: dict[str, Any], fw: dict[str, Any]) -> dict[str, Any]:

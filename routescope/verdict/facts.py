@@ -104,4 +104,4 @@ def with_router_fields(doc: dict[str, Any], fw: dict[str, Any], rules_file: str)
         if declared:
             view[name] = {"value": value, "kind": "constant", "repr": repr(value),
                           "origins": [f"{rules_file}: {why}"]}  # fmt: skip
-    return {**doc, "dispatch": {**disp, "router": view}}
+    return {**doc, "dispatch": {**disp, "router": view, "router_as_built": router}}

@@ -16,32 +16,39 @@ def sketch(
     grouped: bool,
     pad: str | None,
     logits: str,
+    names: dict[str, str] | None = None,
 ) -> str:
-    """A short code sketch of `topk_weights, topk_ids = oea(...)` at the insertion point."""
+    """A short code sketch of `topk_weights, topk_ids = oea(...)` at the insertion point.
+    `names`: each runtime value as source text at the point (the router call's argument, the
+    name in scope, the router's attribute); `decode`, the framework's decode test."""
+    name = {**NAMES, **(names or {})}
     routed = f"k - {shared}" if shared else "k"
     cols = f"[:, :{routed}]" if shared else ""
     lines = [
         "# OEA on decode steps only; shapes stay static (CUDA-graph safe)",
-        "if forward_mode_is_decode:  # however the caller passes it down",
+        f"if decode_step():  # {name['decode']}",
         f"    s = {logits}.float().{score}(" + ("" if score == "sigmoid" else "dim=-1") + ")",
-        "    rank = s + correction_bias" if biased else "    rank = s",
+        f"    rank = s + {name['correction_bias']}" if biased else "    rank = s",
         f"    k = topk_ids.shape[1]  # {k} here" if k else "    k = topk_ids.shape[1]",
         f"    routed_ids = topk_ids{cols}",
         "    new_ids, new_w = oea_piggyback(",
         f"        rank, s, routed_ids, k0=K0, k_max={routed},",
-        f"        valid_rows={pad},  # rows past it stay -1" if pad else "        valid_rows=None,",
+        f"        valid_rows={pad},  # rows past it stay -1"
+        if pad
+        else "        valid_rows=None,  # rows the router marked -1 stay -1",
         "        group_mask=token_group_mask," if grouped else "",
         f"        renormalize={renorm},",
         "    )",
     ]
     if scale:
         lines.append(
-            "    new_w = new_w * routed_scaling_factor  # the router folded it into the weights"
+            f"    new_w = new_w * {name['routed_scaling_factor']}"
+            "  # the router folded it into the weights"
         )
     elif scale is None:
         lines += [
-            "    if apply_routed_scaling_factor_on_output:  # not decided statically",
-            "        new_w = new_w * routed_scaling_factor",
+            f"    if {name['apply_routed_scaling_factor_on_output']}:  # not decided statically",
+            f"        new_w = new_w * {name['routed_scaling_factor']}",
         ]
     if shared:
         lines += [
@@ -53,7 +60,22 @@ def sketch(
     return "\n".join(indent + line for line in lines if line)
 
 
-def from_constraints(doc: dict[str, Any], indent: str, pad: str | None, logits: str) -> str:
+# what the sketch calls each value where nothing says how the point reaches it
+NAMES = {
+    "decode": "the framework's decode test (routescope patch writes it)",
+    "correction_bias": "correction_bias",
+    "routed_scaling_factor": "routed_scaling_factor",
+    "apply_routed_scaling_factor_on_output": "apply_routed_scaling_factor_on_output",
+}
+
+
+def from_constraints(
+    doc: dict[str, Any],
+    indent: str,
+    pad: str | None,
+    logits: str,
+    names: dict[str, str] | None = None,
+) -> str:
     from routescope.verdict.facts import setting
 
     k, _, _ = setting(doc, "top_k")
@@ -75,4 +97,5 @@ def from_constraints(doc: dict[str, Any], indent: str, pad: str | None, logits: 
         isinstance(g, int) and g > 1,
         pad,
         logits,
+        names,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from routescope.verdict.rules import load_oea_rules
@@ -38,6 +40,10 @@ def test_rule_cases(case: dict[str, object]) -> None:
         assert text in found.get(rule, ""), (rule, found.get(rule))
     if "switch" in case:
         assert (v["switch"] or {}).get("flag") == case["switch"], v["switch"]
+    if v["sketch"]:  # Python that compiles, with the framework's own names at the point
+        compile(textwrap.dedent(v["sketch"]), f"sketch of {case['id']}", "exec")
+    for text in case.get("sketch", []):  # type: ignore[attr-defined]
+        assert text in (v["sketch"] or ""), v["sketch"]
 
 
 @pytest.mark.network
