@@ -99,6 +99,26 @@ def router_call(before: str) -> tuple[dict[str, str], str | None]:
     return {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}, on
 
 
+def value_text(
+    name: str,
+    scope: set[str],
+    given: dict[str, str],
+    on: str | None,
+    attribute: Callable[[str], str | None],
+    absent: Callable[[str], tuple[bool, Any]],
+) -> str | None:
+    """One value as source text at the point (see runtime_values); None: found nowhere."""
+    attr = attribute(name)
+    declared, value = absent(name)
+    if name in given:
+        return given[name]
+    if name in scope:
+        return name
+    if on is not None and attr is not None:
+        return f"{on}.{attr}"
+    return repr(value) if declared else None
+
+
 def runtime_values(
     names: list[str],
     scope: set[str],
@@ -114,18 +134,11 @@ def runtime_values(
     out: dict[str, str] = {}
     missing = []
     for name in names:
-        attr = attribute(name)
-        declared, value = absent(name)
-        if name in given:
-            out[name] = given[name]
-        elif name in scope:
-            out[name] = name
-        elif on is not None and attr is not None:
-            out[name] = f"{on}.{attr}"
-        elif declared:
-            out[name] = repr(value)
-        else:
+        text = value_text(name, scope, given, on, attribute, absent)
+        if text is None:
             missing.append(name)
+        else:
+            out[name] = text
     reads = {n for e in out.values() for n in _names(e)}
     missing += sorted(n for n in reads - scope if n not in missing)
     if missing:

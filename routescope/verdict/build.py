@@ -6,7 +6,7 @@ from typing import Any
 
 from routescope.analysis.index import Index
 from routescope.errors import RoutescopeError
-from routescope.patch.call import names_in_scope, router_call
+from routescope.patch.call import names_in_scope, router_call, value_text
 from routescope.report import FUSED_MOE_KERNEL, sink_args_text
 from routescope.verdict import constraints as C
 from routescope.verdict.callees import CallSite, find_calls
@@ -168,16 +168,11 @@ def _sketch_names(
     )
     for name in ("correction_bias", "routed_scaling_factor",
                  "apply_routed_scaling_factor_on_output"):  # fmt: skip
-        attr = router_attribute(router, fw, name)
-        declared, value, _ = router_absent(fw, name)
-        if name in given:
-            out[name] = given[name]
-        elif name in scope:
-            out[name] = name
-        elif on is not None and attr is not None:
-            out[name] = f"{on}.{attr}"
-        elif declared:
-            out[name] = repr(value)
+        text = value_text(name, scope, given, on,
+                          lambda n: router_attribute(router, fw, n),
+                          lambda n: router_absent(fw, n)[:2])  # fmt: skip
+        if text is not None:
+            out[name] = text
     return out
 
 
