@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
-from routescope.analysis.engine.containers import Entries, Seq
+from routescope.analysis.engine.containers import Entries, Seq, _Identity
 from routescope.analysis.engine.state import PathState, Reads, base_of
 from routescope.analysis.engine.values import ClassVal, Const, Instance, ModuleVal, Value
 
@@ -151,16 +151,12 @@ class Replay:
             if len(x.items) != len(y.items):
                 raise _Differ
             for (hx, kvx), (hy, kvy) in zip(x.items.items(), y.items.items(), strict=True):
-                if hx != hy and not (_identity(hx) and _identity(hy)):
+                if hx != hy and not (isinstance(hx, _Identity) and isinstance(hy, _Identity)):
                     raise _Differ  # keys by identity are paired through the key values
                 self._any(kvx, kvy)
             self._any(x.rest, y.rest)
         elif x != y:
             raise _Differ
-
-
-def _identity(h: Any) -> bool:
-    return type(h).__name__ == "_Identity"
 
 
 def _attributes(v: Value) -> list[str]:

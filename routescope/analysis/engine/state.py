@@ -146,8 +146,7 @@ class PathState:
         reads only this field depends on is this field, not the others."""
         own = self.heap.get(id(obj))
         got = (own if own is not None else obj.fields).get(name)
-        for r in RECORDING:
-            r.reads.setdefault(hash((id(obj), name)), (obj, (name, got)))
+        _read_name(obj, name, got)
         return got
 
     def global_value(self, mod: ModuleVal, name: str) -> Value | None:
@@ -155,8 +154,7 @@ class PathState:
         own); None when the module has no such name."""
         own = self.heap.get(id(mod))
         got = (own if own is not None else mod.globals).get(name)
-        for r in RECORDING:  # a module's dict changes in place while it loads: read by name
-            r.reads.setdefault(hash((id(mod), name)), (mod, (name, got)))
+        _read_name(mod, name, got)  # a module's dict changes in place while it loads
         return got
 
     def contents(self, obj: Value) -> Any:
@@ -173,9 +171,8 @@ class PathState:
         own = self.heap.get(id(obj))
         got = own if own is not None else base_of(obj)
         if RECORDING and isinstance(got, dict):
-            for r in RECORDING:
-                for name, v in got.items():
-                    r.reads.setdefault(hash((id(obj), name)), (obj, (name, v)))
+            for name, v in got.items():
+                _read_name(obj, name, v)
         elif RECORDING:
             _read(obj, got)
         return got
@@ -205,8 +202,7 @@ class PathState:
         """Copy-on-write: a fork may share the inner dict, so every write makes its own."""
         own = self.heap.get(id(obj))  # (only `name` is read: what it held before)
         own = dict(own if own is not None else base_of(obj))
-        for r in RECORDING:
-            r.reads.setdefault(hash((id(obj), name)), (obj, (name, own.get(name))))
+        _read_name(obj, name, own.get(name))
         own[name] = value
         self.store(obj, own)
 
@@ -285,3 +281,9 @@ RECORDING: list[Reads] = []  # the computations being recorded, innermost last
 def _read(obj: Value, contents: Any) -> None:
     for r in RECORDING:
         r.reads.setdefault(id(obj), (obj, contents))
+
+
+def _read_name(obj: Value, name: str, got: Value | None) -> None:
+    """One name of an object read (a field, a global): recorded as (name, value)."""
+    for r in RECORDING:
+        r.reads.setdefault(hash((id(obj), name)), (obj, (name, got)))
