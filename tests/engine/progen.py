@@ -292,13 +292,18 @@ class Gen:
 
     def _arith(self, sc: Scope, d: int) -> str:
         self.use("arith")
-        form = self.n(0, 3)
+        form = self.n(0, 4)
         x = self.int_expr(sc, d - 1)
         if form <= 1:
             op = self.pick(("+", "-", "*"))
             return f"({x} {op} {self.int_expr(sc, d - 1)})"
         if form == 2:
             return f"({x} {self.pick(('//', '%'))} {self.pick(('2', '3'))})"
+        if form == 3:  # a divisor bounded below by max()/min() of numbers (a chunk size)
+            y = self.int_expr(sc, d - 1)
+            bound = self.pick((f"max({self.pick(('0', '1', '2'))}, {y})", f"min({y}, 3)",
+                               f"-max(1, min({y}, 8))"))  # fmt: skip
+            return f"({x} {self.pick(('//', '%'))} {bound})"
         if self.flag("implicit_raise"):
             self.use("implicit_raise")
             return f"({x} // {self.int_expr(sc, 0)})"  # ZeroDivisionError when it is 0

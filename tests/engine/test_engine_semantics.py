@@ -235,6 +235,30 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.15.1 modular_kernel.py:862-870 _chunk_info: `CHUNK_SIZE = max(1, M if ... else
+    # min(M, envs.VLLM_FUSED_MOE_CHUNK_SIZE))`, then utils cdiv(M, CHUNK_SIZE) = -(M // -CHUNK):
+    # a divisor known to be at least 1 (and its negation) is not zero
+    "bounded_divisor": """
+def cdiv(a, b):
+    return -(a // -b)
+
+def route(x):
+    m = x.shape[0] + x.shape[1]
+    chunk = max(1, min(m, 16384))
+    n = cdiv(m, chunk) + m % max(chunk, 2) + m // min(4, max(chunk, 3))
+    return topk_fast(x)
+""",
+    # vLLM 0.15.1 layer.py:1785-1786: the experts layer runs the gate itself (a linear layer:
+    # F.linear), and the router reads the number of experts off its logits
+    # (grouped_topk_router.py:298-306 `router_logits.shape[-1]`)
+    "linear_shape": """
+def route(x):
+    w = torch.nn.Parameter(torch.empty(64, 16))
+    logits = torch.nn.functional.linear(torch.empty(4, 16), w, None)
+    if logits.shape[-1] == 64 and logits.shape[0] == 4 and logits.shape[-1] % 8 == 0:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 
@@ -272,3 +296,42 @@ def route(x):
                 budget=budget)  # fmt: skip
     assert paths and all(p.stopped == "over budget" for p in paths)
     assert all(any(k.kind == "cuda_kernel" for k in p.kernels) for p in paths)
+
+
+def test_a_way_that_routed_does_not_spend_the_budget_of_ways_still_to_route(
+    tmp_path: Path,
+) -> None:
+    """vLLM 0.15.1's experts layer forks before its router (a shared-experts stream the facts
+    do not decide) and runs long modular experts after it: the first way's experts spent the
+    whole decode budget and the second way stopped before its router. Past their kernel that
+    routes, the ways share a part of the budget; a way still to route keeps the rest."""
+    from routescope.analysis.engine.budget import Budget
+
+    body = """
+import os
+
+def experts(ids):
+    total = 0
+    for i in range(2_000):
+        total = total + i
+    return total
+
+def layer(x):
+    ids = topk_fast(x)
+    return experts(ids)
+
+def route(x):
+    if os.environ.get("FW_STREAM"):
+        out = layer(x)
+    else:
+        out = layer(x)
+    return out
+"""
+    budget = Budget()
+    budget.push(6_000, "over budget")
+    budget.routed_steps = 1_000
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", SCORES(),
+                budget=budget)  # fmt: skip
+    assert len(paths) == 2
+    assert all(any(k.kind == "cuda_kernel" for k in p.kernels) for p in paths)
+    assert all("outgrew their share" in p.stopped for p in paths)

@@ -43,6 +43,11 @@ class Budget:
         # the experts): paths that all routed join at this many instead, since only the kernels
         # they go on to launch are read past that point (None: no such trace)
         self.routed_merge_at: int | None = None
+        # in such a trace, the steps its paths may take together past their first kernel that
+        # routes: the experts the ways that routed run do not spend the budget of the ways
+        # still to reach their router (`routed_spent`: taken so far)
+        self.routed_steps: int | None = None
+        self.routed_spent = 0
 
     def merge_limit(self, states: list[PathState]) -> int:
         """How many live paths are kept apart before those that reached the same kernels
@@ -56,10 +61,14 @@ class Budget:
             return min(routed, self.merge_at)
         return self.merge_at
 
-    def check_time(self) -> None:
+    def check_time(self, st: PathState) -> None:
         self.steps += 1
         if self.local and self.steps > self.local[-1][0]:
             raise BudgetExceeded(self.local[-1][1])
+        if st.routed_at and self.routed_steps is not None:
+            self.routed_spent += 1
+            if self.routed_spent > self.routed_steps:
+                raise BudgetExceeded("the experts past the kernel that routes outgrew their share")
         if self.steps % 4096 == 0 and time.monotonic() > self.deadline:
             raise BudgetExceeded(f"time budget of {self.seconds:g} s exhausted")
 

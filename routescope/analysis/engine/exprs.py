@@ -38,7 +38,6 @@ from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
-    AtLeast,
     ClassVal,
     Const,
     External,
@@ -60,7 +59,7 @@ from routescope.analysis.library.typing import LITERAL, annotated, literal
 
 class ExprMixin(EngineBase):
     def ev(self, st: PathState, node: ast.expr) -> Paths:
-        self.budget.check_time()
+        self.budget.check_time(st)
         method = handler(self, "ev_", node)
         if method is None:
             why = f"unsupported expression {type(node).__name__}"
@@ -215,7 +214,8 @@ class ExprMixin(EngineBase):
                 return raises(
                     type(exc).__name__, f"{type(exc).__name__} in {self.source_text(node)}"
                 )
-        zero = (isinstance(b, Unknown) and not (isinstance(b, AtLeast) and b.low > 0)) or (
+        # an unknown number known to be true is not zero (an AtLeast above 0, its negation)
+        zero = (isinstance(b, Unknown) and b.truthy is not True) or (
             isinstance(b, Const) and isinstance(b.value, (int, float)) and b.value == 0
         )
         if (
@@ -249,7 +249,10 @@ class ExprMixin(EngineBase):
                 except Exception:
                     out.append((s, Unknown("unary op", kind=UnknownKind.UNSUPPORTED)))
             else:
-                out.append((s, unknown_from("unary op", v)))
+                got = unknown_from("unary op", v)
+                if isinstance(v, Unknown) and isinstance(node.op, (ast.USub, ast.UAdd)):
+                    got.truthy = v.truthy  # -x is zero exactly when x is
+                out.append((s, got))
         return out
 
     def ev_Subscript(self, st: PathState, node: ast.Subscript) -> Paths:

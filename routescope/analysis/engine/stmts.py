@@ -64,7 +64,7 @@ class StmtMixin(EngineBase):
         return done + [(s, "normal", None) for s in live]
 
     def exec_stmt(self, st: PathState, node: ast.stmt) -> list[Outcome]:
-        self.budget.check_time()
+        self.budget.check_time(st)
         method = handler(self, "ex_", node)
         if method is None:
             return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track

@@ -95,6 +95,34 @@ def _default_dtype(
     return one(st, External(eng.default_dtype)) if eng.default_dtype else None
 
 
+@models("torch.nn.functional.linear")
+def _linear(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """F.linear(x, weight, bias): x's leading sizes, then the weight's rows (a gate's logits
+    have as many columns as the gate has experts)."""
+    got = _tensor_op(eng, st, name, args, kwargs, node)
+    x = args[0] if args else kwargs.get("input")
+    w = args[1] if len(args) > 1 else kwargs.get("weight")
+    out = got[0][1] if got else None
+    if (
+        isinstance(out, Tensor)
+        and isinstance(x, Tensor)
+        and isinstance(w, Tensor)
+        and x.shape
+        and w.shape is not None
+        and len(w.shape) == 2
+    ):
+        out.shape = (*x.shape[:-1], w.shape[0])
+        out.dtype = x.dtype
+    return got
+
+
 @models("torch.", "triton")
 def _tensor_op(
     eng: EngineBase,

@@ -122,19 +122,46 @@ def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
     return [p.arg for p in required if p.arg not in given]
 
 
+def _built_per_layer(parent: ClassVal, child: ClassVal) -> bool:
+    """Whether the constructor of `parent` (or a base's) builds `child` once per layer: names it
+    inside a lambda, a comprehension or a loop (`make_layers(n, lambda prefix: Layer(...))`,
+    `nn.ModuleList([Layer(i) for i in range(n)])`)."""
+    name = child.node.name if child.node is not None else child.qualname.rpartition(".")[2]
+    for owner in parent.mro():
+        node = getattr(owner.attrs.get("__init__"), "node", None)
+        repeated = [n for n in ast.walk(node) if isinstance(n, _REPEATED)] if node else []
+        for sub in (s for r in repeated for s in ast.walk(r)):
+            if (isinstance(sub, ast.Name) and sub.id == name) or (
+                isinstance(sub, ast.Attribute) and sub.attr == name
+            ):
+                return True
+    return False
+
+
+_REPEATED = (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.For)
+
+
 def build_block(
     engine: Engine, site: ModelSite, values: dict[str, Value], router_cls: ClassVal
 ) -> list[tuple[PathState, Value, Value]]:
     """Construct the block as its parent does when the block needs arguments only the parent
     knows (a MoE block that takes top_k from its decoder layer); else the block itself."""
-    cls = site.block_class
-    if _required_missing(cls, init_kwargs(cls, values)) and len(site.chain) >= 2:
-        parent = resolve_entry(engine, site.chain[-2])
-        if isinstance(parent, ClassVal) and parent is not site.model_class:
-            cls = parent
-            prefix = values.get("prefix")  # the parent's own module path (model.layers.1)
-            if isinstance(prefix, Const) and isinstance(prefix.value, str):
-                values = {**values, "prefix": Const(prefix.value.rpartition(".")[0])}
+    cls, at = site.block_class, len(site.chain) - 1
+    # up the chain to the nearest class the values build (the decoder layer takes the config;
+    # an experts layer and the block around it take what their parents read from it)
+    while _required_missing(cls, init_kwargs(cls, values)) and at >= 2:
+        parent = resolve_entry(engine, site.chain[at - 1])
+        if not isinstance(parent, ClassVal) or parent is site.model_class:
+            break
+        cls, at = parent, at - 1
+    prefix = values.get("prefix")  # the MoE block's module path (model.layers.1.mlp)
+    if cls is not site.block_class and isinstance(prefix, Const) and isinstance(prefix.value, str):
+        grand = resolve_entry(engine, site.chain[at - 1])
+        layer = isinstance(grand, ClassVal) and _built_per_layer(grand, cls)
+        # the decoder layer's own path (model.layers.1: it reads its index from the last part);
+        # a class below it is the MoE block or inside it
+        if layer or at == len(site.chain) - 2:
+            values = {**values, "prefix": Const(prefix.value.rpartition(".")[0])}
     built = run_phase(
         engine,
         PHASE_STEPS["block"],
@@ -197,3 +224,17 @@ def holding(st: PathState, obj: Value, field: str, depth: int = 4) -> list[Insta
     object of a framework class."""
     held = [(v, st.fields(v).get(field)) for v in _reachable(st, obj, depth)]
     return [v for v, h in held if isinstance(h, Instance) and h.cls is not None]
+
+
+def reached(engine: Engine, st: PathState, obj: Value, name: str, depth: int = 4) -> list[Instance]:
+    """The objects of framework classes that `<o>.<name>` gives, read as Python reads it (a
+    property over a private field included), for each object `o` reachable from `obj`."""
+    out: list[Instance] = []
+    for v in _reachable(st, obj, depth):
+        if name not in st.fields(v) and (v.cls is None or v.cls.lookup(name) is None):
+            continue  # neither a field nor a class attribute: nothing to read
+        got = engine.attribute(st.fork(), v, name)
+        held = got[0][1] if len(got) == 1 else None
+        if isinstance(held, Instance) and held.cls is not None and all(h is not held for h in out):
+            out.append(held)
+    return out

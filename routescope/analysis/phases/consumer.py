@@ -14,7 +14,7 @@ from routescope.analysis.engine.values import (
     Value,
 )
 from routescope.analysis.modules import module_name
-from routescope.analysis.phases.block import holding, nearest
+from routescope.analysis.phases.block import nearest, reached
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.setup import PHASE_STEPS
 from routescope.analysis.phases.trace import (
@@ -157,8 +157,9 @@ def decode_entry(
             if gate:  # what the gate the layer (or a part of it) holds gives: the scores
                 gives = engine.evaluate_in(st.fork(), rules.data["package"], gate["returns"],
                                            {"scores": logits})  # fmt: skip
-                for holder in holding(st, layer, gate["attribute"]) if len(gives) == 1 else ():
-                    engine.score_sources[id(st.fields(holder)[gate["attribute"]])] = gives[0][1]
+                held = reached(engine, st, layer, gate["attribute"]) if len(gives) == 1 else []
+                for gate_obj in held:
+                    engine.score_sources[id(gate_obj)] = gives[0][1]
             fn = engine.attribute(st, layer, rule["call"])[0][1]
             return fn, [hidden, logits], "the experts layer's decode forward"
     fn = engine.attribute(st, router, rules.router_call)[0][1]

@@ -278,11 +278,13 @@ def decode_trace(
     # past its first kernel that routes, a way is read only for the experts it launches:
     # ways that routed alike join early there, as the experts trace of a router does
     engine.budget.routed_merge_at = EXPERTS_MERGE_AT if by_kernel else None
+    engine.budget.routed_steps = PHASE_STEPS["trace"] // 4 if by_kernel else None
+    engine.budget.routed_spent = 0
     try:
         traced = trace_serving(engine, fn, args, {}, bst, what, by_kernel=by_kernel)
     finally:
         engine.tracing = False
-        engine.budget.routed_merge_at = None
+        engine.budget.routed_merge_at = engine.budget.routed_steps = None
         engine.budget.pop()
     traced = into_consumer(engine, rules, block, traced, notes, hidden)
     if by_kernel and any(p.stopped and p.sink is not None for p in traced):

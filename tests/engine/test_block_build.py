@@ -1,0 +1,103 @@
+"""Building the MoE block as its parents do, on a synthetic model shaped like vLLM 0.15.1's
+DeepSeek-V2 (deepseek_v2.py:899-965): the class that builds the router is an experts layer whose
+arguments its MoE block computes, and the MoE block takes an argument (the parallel config) only
+the decoder layer reads from the model config; the decoder layer reads its index from the last
+part of its prefix. Nothing here names a real framework."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.values import ClassVal, Const, Instance
+from routescope.analysis.phases.block import build_block, reached
+from routescope.analysis.phases.model import find_block
+from routescope.analysis.phases.trace import resolve_entry
+from tests.engine.test_engine_synthetic import SINKS, make_tree
+
+FILES = {
+    "models/__init__.py": "",
+    "models/toy.py": """
+        from fw.layer import Experts
+
+        class ToyMoE:
+            def __init__(self, config, parallel, prefix=""):
+                self.gate = Gate()
+                self.experts = Experts(
+                    config.top_k, parallel.eplb, self.gate, prefix=f"{prefix}.experts"
+                )
+
+        class Gate:
+            pass
+
+        class ToyDecoder:
+            def __init__(self, config, prefix):
+                self.index = int(prefix.split(".")[-1])
+                self.mlp = ToyMoE(config, config.parallel, prefix=f"{prefix}.mlp")
+
+        class ToyModel:
+            def __init__(self, config, prefix=""):
+                self.layers = [ToyDecoder(config, f"{prefix}.layers.{i}") for i in range(2)]
+
+        class ToyForCausalLM:
+            def __init__(self, config):
+                self.model = ToyModel(config, "model")
+    """,
+    "layer.py": """
+        from fw.router import TopKRouter
+
+        class Experts:
+            def __init__(self, top_k, eplb, gate, prefix=""):
+                self.router = TopKRouter(top_k, eplb)
+                self._gate = gate
+                self.prefix = prefix
+
+            @property
+            def gate(self):
+                return self._gate
+    """,
+    "router.py": """
+        class TopKRouter:
+            def __init__(self, top_k, eplb):
+                self.top_k = top_k
+                self.eplb = eplb
+    """,
+    "config.py": """
+        class Parallel:
+            eplb = False
+
+        class Config:
+            top_k = 8
+            parallel = Parallel()
+    """,
+}
+
+
+def test_the_block_is_built_from_the_nearest_parent_the_values_build(tmp_path: Path) -> None:
+    engine = Engine(make_tree(tmp_path, FILES), Facts(sinks=SINKS))
+    model = resolve_entry(engine, "fw.models.toy:ToyForCausalLM")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    config_cls = resolve_entry(engine, "fw.config:Config")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    assert isinstance(config_cls, ClassVal)
+    site = find_block(engine, model, router)
+    assert site.block_class.qualname == "fw.layer:Experts"
+    config = Instance(config_cls, {})
+    built = build_block(
+        engine, site, {"config": config, "prefix": Const("model.layers.3.mlp")}, router
+    )
+    assert built
+    for st, block, got in built:
+        assert isinstance(got, Instance)
+        fields = st.fields(got)
+        assert fields["top_k"] == Const(8) or getattr(fields["top_k"], "value", None) == 8
+        # the decoder layer computed what the block took (the parallel config): decided
+        assert getattr(fields["eplb"], "value", "unknown") is False
+        # the decoder layer was handed its own path, as the model builds it
+        assert isinstance(block, Instance) and st.fields(block)["index"].value == 3
+        # the gate the experts layer holds behind a property is read as Python reads it
+        experts = next(v for v in st.fields(st.fields(block)["mlp"]).values()
+                       if isinstance(v, Instance) and v.cls is site.block_class)  # fmt: skip
+        gates = reached(engine, st, experts, "gate")
+        assert [g.cls.qualname for g in gates if g.cls] == ["fw.models.toy:Gate"]
