@@ -58,11 +58,12 @@ def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, 
     if disp["status"] == "selected":
         return {**base, **assessed[0], "path": 0}
     word = "forked" if disp["status"] == "forked" else "unknown"
-    verdicts = sorted({str(a["insertable"]).lower() for a in assessed})
+    said = {True: "insertable", False: "not insertable", None: "not decided"}
+    verdicts = [said[v] for v in (True, False, None) if any(a["insertable"] is v for a in assessed)]
     why = (
         f"the dispatch is {word}: {len(assessed)} feasible path(s); "
         f"per path: {', '.join(verdicts)}; "
-        "decide the open conditions (see dispatch.undecided) to get one verdict"
+        "decide the conditions listed under 'would decide' to get one verdict"
     )
     return {**base, "why": why, "paths": assessed}
 
