@@ -173,3 +173,26 @@ def test_glm5_moves_to_the_triton_router_at_0_5_17(capsys: pytest.CaptureFixture
 def test_timeline_takes_a_name_not_a_pin(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["timeline", str(CONFIGS / "zai-org--GLM-5.json"), "--framework", "sglang==0.5.9"])
     assert code == 2 and "give the name only" in capsys.readouterr().err
+
+
+def test_a_change_from_a_release_that_cannot_be_traced_reads_as_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GLM-5 on vLLM 0.15.1 (its registry has no GlmMoeDsaForCausalLM) then 0.16.0: the change
+    names the fields in words (no Python dict, no empty value) and says the older release could
+    not be traced instead of looking for a guard that differs."""
+    by_version = {"0.15.1": {"error": "GlmMoeDsaForCausalLM: the registry has no model class"},
+                  "0.16.0": {"report": NEW}}  # fmt: skip
+
+    def fake(req: api.InspectRequest) -> dict[str, Any]:
+        return by_version[req.framework.partition("==")[2]]  # type: ignore[union-attr]
+
+    monkeypatch.setattr("routescope.timeline._one", fake)
+    req = api.InspectRequest(model="glm5", framework="vllm", gpu="sm120", tp=8)
+    t = build_timeline(req, list(by_version), jobs=1)
+    shown = render.text(t)
+    assert "router: none → top_k=9, output_format=STANDARD" in shown
+    assert "sink: none → moe_fused_gate:_router_triton_kernel [triton]" in shown
+    assert "(0.15.1 could not be traced: its error is above)" in shown
+    assert "{" not in shown and "no decision on the two paths" not in shown
+    assert "- **router:** none → top_k=9, output_format=STANDARD" in render.markdown(t)

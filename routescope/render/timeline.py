@@ -28,16 +28,31 @@ def _decision(d: dict[str, Any]) -> str:
     return f"{' '.join(d['condition'].split())} → {word}  ({d['at']})"
 
 
+def _field(v: Any) -> str:
+    """A field's value as a reader writes it: the router's settings as k=v, nothing as none."""
+    if isinstance(v, dict):
+        v = ", ".join(f"{k}={x}" for k, x in v.items())
+    elif isinstance(v, list):
+        v = ", ".join(map(str, v))
+    return str(v) if v not in ("", None) else "none"
+
+
 def _change_lines(c: dict[str, Any], indent: str = "    ") -> list[str]:
     out: list[str] = []
+    errored = [v for v, side in ((c["from_version"], "before"), (c["to_version"], "after"))
+               if c[side]["status"] == "error"]  # fmt: skip
     for f in c["fields"]:
-        out.append(f"{indent}{f['field']}: {f['before']} → {f['after']}")
+        if f["field"] == "error":
+            continue  # said with the release's answer above
+        out.append(f"{indent}{f['field']}: {_field(f['before'])} → {_field(f['after'])}")
     for block in c["decisions"]:
         for d in block["before"]:
             out.append(f"{indent}- {c['from_version']}: {_decision(d)}")
         for d in block["after"]:
             out.append(f"{indent}+ {c['to_version']}: {_decision(d)}")
-    if not c["decisions"]:
+    if errored:
+        out.append(f"{indent}({' and '.join(errored)} could not be traced: its error is above)")
+    elif not c["decisions"]:
         out.append(f"{indent}(no decision on the two paths differs: the change is in what the "
                    "path reads, not in a guard)")  # fmt: skip
     return out
@@ -71,7 +86,8 @@ def markdown(t: dict[str, Any]) -> str:
     for c in t["changes"]:
         out += ["", f"## {c['from_version']} → {c['to_version']}", ""]
         for f in c["fields"]:
-            out.append(f"- **{f['field']}:** {cell(str(f['before']))} → {cell(str(f['after']))}")
+            out.append(f"- **{f['field']}:** {cell(_field(f['before']))} → "
+                       f"{cell(_field(f['after']))}")  # fmt: skip
         for block in c["decisions"]:
             for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
                 for d in block[side]:
