@@ -24,9 +24,8 @@ def _bounds(
 ) -> Paths | None:
     """max() or min() of numbers some of which are not known: the lower bound the known ones
     give (`max(1, n)` is at least 1; `min(n, 64)` with n at least 1 is at least 1), so a
-    division by it is known not to divide by zero (vLLM 0.15.1 modular_kernel.py:862-870, a
-    chunk size). None when no bound follows, or when every argument is known (the pure
-    builtin computes that)."""
+    division by it is known not to divide by zero (a chunk size, `max(1, min(M, C))`). None
+    when no bound follows, or when every argument is known (the pure builtin computes that)."""
     if len(args) < 2 or kwargs or all(isinstance(a, Const) for a in args):
         return None
     lows: list[int | None] = []

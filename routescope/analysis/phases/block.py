@@ -122,6 +122,9 @@ def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
     return [p.arg for p in required if p.arg not in given]
 
 
+_REPEATED = (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.For)
+
+
 def _built_per_layer(parent: ClassVal, child: ClassVal) -> bool:
     """Whether the constructor of `parent` (or a base's) builds `child` once per layer: names it
     inside a lambda, a comprehension or a loop (`make_layers(n, lambda prefix: Layer(...))`,
@@ -138,14 +141,13 @@ def _built_per_layer(parent: ClassVal, child: ClassVal) -> bool:
     return False
 
 
-_REPEATED = (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.For)
-
-
 def build_block(
     engine: Engine, site: ModelSite, values: dict[str, Value], router_cls: ClassVal
 ) -> list[tuple[PathState, Value, Value]]:
-    """Construct the block as its parent does when the block needs arguments only the parent
-    knows (a MoE block that takes top_k from its decoder layer); else the block itself."""
+    """Construct the block as its parents do when it needs arguments only they know (a MoE block
+    that takes top_k from its decoder layer; an experts layer whose block reads the parallel
+    config its decoder layer takes from the model's): the nearest class up the constructor
+    chain that the values build; else the block itself."""
     cls, at = site.block_class, len(site.chain) - 1
     # up the chain to the nearest class the values build (the decoder layer takes the config;
     # an experts layer and the block around it take what their parents read from it)
