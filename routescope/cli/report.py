@@ -36,28 +36,36 @@ def report(
     """Write one Markdown report for several models and GPUs, with a matrix table on top.
     Every deployment option `inspect` takes applies to each model x GPU."""
     from routescope import api
+    from routescope.errors import RoutescopeError
     from routescope.render.report_md import render_matrix
 
     gpus = [g.strip() for g in gpu.split(",") if g.strip()]
     flags = deployment(set_, env, package)
-    docs = [
-        api.inspect(
-            api.InspectRequest(
-                model=m,
-                framework=framework,
-                gpu=g,
-                tp=tp,
-                ep=ep,
-                quant=quant,
-                offline=offline,
-                **flags,
-            )
-        )
-        for m in models
-        for g in gpus
-    ]
+    docs: list[dict[str, object]] = []
+    failed: list[RoutescopeError] = []
+    for m in models:
+        for g in gpus:
+            req = api.InspectRequest(model=m, framework=framework, gpu=g, tp=tp, ep=ep,
+                                     quant=quant, offline=offline, **flags)  # fmt: skip
+            try:
+                docs.append(api.inspect(req))
+            except RoutescopeError as exc:
+                if exc.subject.startswith("-"):
+                    raise  # a flag every deployment shares: one line, no report
+                # one model this release cannot trace (a registry without its architecture):
+                # the others are still reported, this one says why in its row
+                failed.append(exc)
+                docs.append({"model": {"ref": m}, "gpu": g, "tp": tp, "error": str(exc)})
+    if len(failed) == len(docs):
+        raise failed[0]  # nothing was traced: the first reason, on one line
     atomic_write_text(output, render_matrix(docs))
     typer.echo(f"wrote {output} ({len(docs)} deployment(s))")
+    if failed:
+        raise RoutescopeError(
+            str(output),
+            f"{len(failed)} of {len(docs)} deployment(s) could not be traced; the report says "
+            f"why for each (first: {failed[0]})",
+        )
 
 
 def register(app: typer.Typer) -> None:

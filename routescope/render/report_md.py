@@ -40,12 +40,18 @@ def _where(doc: dict[str, Any]) -> str:
 def render_matrix(docs: list[dict[str, Any]]) -> str:
     """The whole document; `docs` are reports with a deployment, in the order to show them."""
     fw = {
-        f"{d['deployment']['framework']} {d['deployment']['version'] or ''}".strip() for d in docs
+        f"{d['deployment']['framework']} {d['deployment']['version'] or ''}".strip()
+        for d in docs
+        if "error" not in d
     }
     out = [f"# routescope report: {', '.join(sorted(fw))}", ""]
     out += ["| model | GPU | TP | quant | dispatch | router kernel | OEA | where |",
             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for d in docs:
+        if "error" in d:  # a deployment that could not be traced: its row says why
+            out.append(f"| {cell(_name(d))} | {d['gpu']} | {d['tp']} | - | not traced | - | - "
+                       f"| {cell(d['error'])} |")  # fmt: skip
+            continue
         dep, disp = d["deployment"], d["dispatch"]
         sel = next((p for p in disp["paths"] if p["selected"]), None)
         sink = sel["sink"]["name"].split(":")[-1].split(".")[-1] if sel and sel["sink"] else "-"
@@ -57,5 +63,6 @@ def render_matrix(docs: list[dict[str, Any]]) -> str:
         )
     out.append("")
     for d in docs:
-        out += [f"## {_heading(d)}", "", render_section(d, level=3)]
+        if "error" not in d:
+            out += [f"## {_heading(d)}", "", render_section(d, level=3)]
     return "\n".join(out).rstrip() + "\n"
