@@ -129,8 +129,14 @@ def evaluate_cell(
         if not ok and switch:
             flag, now = switch.get("flag"), switch.get("current")
             details = (f"switch: {flag} {switch.get('suggest')} (now {now})",)
+        point = verdict.get("insertion_point") or {}
+        where = (  # as inspect says it: the line, then the function by its short name
+            f"{point['file']}:{point['line']} in {point['function'].rpartition(':')[2]}"
+            if point.get("file") and point.get("function")
+            else str(entry.field("insertion_point"))
+        )
         msg = (
-            ("OEA insertable at " + str(entry.field("insertion_point")))
+            f"OEA insertable after {where}"
             if ok
             else f"OEA not insertable: {verdict.get('why', 'no verdict')}"
         )

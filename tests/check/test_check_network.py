@@ -253,3 +253,26 @@ def test_policy_packages_decide_a_fork(tmp_path: Path, capsys: pytest.CaptureFix
     assert "(sglang==0.5.23, tp=8, package triton_kernels=false)" in out
     lock = (tmp_path / "routescope.lock").read_text()
     assert 'status = "selected"' in lock and "_router_triton_kernel" in lock
+
+
+def test_vllm_deployments_are_checked_and_locked_as_sglang_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM 0.33.0, DeepSeek-V3: on SM120 the router runs in Python (modular experts) and OEA
+    has a point, said as inspect says it; on SM100 the TRT-LLM bf16 experts route inside and the
+    failure names vLLM's own switch."""
+    rules = "require_oea_insertable = true\n"
+    path = write_policy(tmp_path, policy_text([DSV3], "vllm==0.33.0", ["sm120", "sm100"], rules))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.CHECK_FAILED, out
+    assert ("ok   deepseek-ai--DeepSeek-V3 sm120 oea-insertable: OEA insertable after "
+            "vllm/model_executor/layers/fused_moe/runner/moe_runner.py:") in out  # fmt: skip
+    assert "in MoERunner._apply_quant_method" in out
+    assert "FAIL deepseek-ai--DeepSeek-V3 sm100 oea-insertable: OEA not insertable" in out
+    assert "switch: --moe-backend triton (now auto)" in out
+    lock = (tmp_path / "routescope.lock").read_text()
+    assert 'framework = "vllm==0.33.0"' in lock
+    assert 'sink = "torch.ops._moe_C.grouped_topk"' in lock
+    assert 'sink = "flashinfer.fused_moe.trtllm_bf16_moe"' in lock
+    code, out, _ = run(["check", "--policy", str(path)], capsys)  # against its own lock
+    assert "lock: matches the lock" in out
