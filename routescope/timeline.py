@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from routescope import api
 from routescope.errors import RoutescopeError
+from routescope.report import deciding_decision
 
 ROUTER_FIELDS = ("top_k", "output_format", "runner_backend")
 SHOWN_DECISIONS = 3  # decisions per side of one change
@@ -178,10 +179,16 @@ def build_timeline(
         i = versions.index(cur["versions"][0])
         before, after = results[i - 1], results[i]
         decided: list[dict[str, Any]] = []
+        chosen: dict[str, Any] = {}
         if "report" in before and "report" in after:
             pb, pa = _path(before["report"]), _path(after["report"])
             if pb is not None and pa is not None:
                 decided = decisions_changed(pb, pa)
+                # the branch that chose each release's kernel (inspect's "chosen at")
+                if (pb.get("sink") or {}).get("name") != (pa.get("sink") or {}).get("name"):
+                    for side, path in (("before", pb), ("after", pa)):
+                        d = deciding_decision(path)
+                        chosen[side] = _shown(d) if d is not None else None
         b, a = prev["release"], cur["release"]
         changes.append({
             "from_version": versions[i - 1], "to_version": versions[i],
@@ -191,6 +198,7 @@ def build_timeline(
                        for k in ("status", "sink", "router", "blockers", "error")
                        if getattr(b, k) != getattr(a, k)],
             "decisions": decided,
+            "chosen": chosen,
         })  # fmt: skip
     return {
         "model": req.model,

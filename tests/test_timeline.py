@@ -23,9 +23,18 @@ def _d(fn: str, cond: str, value: bool | None, line: int) -> dict[str, Any]:
             "condition": cond, "value": value}  # fmt: skip
 
 
-def _report(sink: str, kind: str, decisions: list[dict[str, Any]]) -> dict[str, Any]:
-    path = {"selected": True, "sink": {"name": sink, "kind": kind}, "decisions": decisions,
-            "setup_decisions": [], "stopped": None}  # fmt: skip
+def _report(sink: str, kind: str, decisions: list[dict[str, Any]],
+            launch_at: int = 0, caller: str = "m:none") -> dict[str, Any]:  # fmt: skip
+    """A report whose path calls the kernel's launcher `m:launch` from topk.py:`launch_at`,
+    inside `caller` (frames as a trace records them)."""
+    top = "sglang/srt/layers/moe/topk.py"
+    frames = [
+        {"function": caller, "file": top, "line": 1500, "called_at": f"{top}:900"},
+        {"function": "m:launch", "file": "k.py", "line": 1, "called_at": f"{top}:{launch_at}"},
+    ]
+    path = {"selected": True, "sink": {"name": sink, "kind": kind, "called_from": "m:launch"},
+            "decisions": decisions, "setup_decisions": [], "stopped": None,
+            "frames": frames}  # fmt: skip
     router = {"top_k": {"value": 9, "kind": "constant", "repr": "9"},
               "output_format": {"value": "TopKOutputFormat.STANDARD", "kind": "enum",
                                 "repr": "TopKOutputFormat.STANDARD"}}  # fmt: skip
@@ -41,7 +50,7 @@ NEW = _report("moe_fused_gate:_router_triton_kernel", "triton", [
     _d("select_experts", "use_grouped_topk", True, 960),
     _d("biased_grouped_topk_gpu", "_jit_gate_ok", True, 1592),
     _d("moe_fused_gate", "use_pdl", True, 342),  # the new kernel's own launcher: not the cause
-])  # fmt: skip
+], launch_at=1595, caller="m:biased_grouped_topk_gpu")  # fmt: skip
 
 
 def test_the_decision_that_changed_is_where_the_paths_part() -> None:
@@ -78,7 +87,16 @@ def test_releases_group_by_path_and_each_change_is_explained(
     text = render.text(t)
     assert "0.5.15 .. 0.5.16" in text and "0.5.16 → 0.5.17:" in text
     assert "+ 0.5.17: _jit_gate_ok → true  (sglang/srt/layers/moe/topk.py:1592)" in text
+    # the branch that chose the new kernel, as inspect's "chosen at" finds it; the old path
+    # (no launcher call recorded) names none
+    assert change["chosen"]["after"]["at"] == "sglang/srt/layers/moe/topk.py:1592"
+    assert change["chosen"]["before"] is None
+    assert (
+        "0.5.17 chose its kernel at _jit_gate_ok → true  (sglang/srt/layers/moe/topk.py:1592)"
+        in text
+    )
     md = render.markdown(t)
+    assert "- 0.5.17 chose its kernel at `sglang/srt/layers/moe/topk.py:1592`: `_jit_gate_ok`" in md
     assert "| 0.5.17 .. 0.5.18 | selected | moe_fused_gate:_router_triton_kernel [triton] |" in md
     assert "## 0.5.16 → 0.5.17" in md and "`_jit_gate_ok` → **true**" in md
 

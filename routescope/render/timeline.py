@@ -45,6 +45,10 @@ def _change_lines(c: dict[str, Any], indent: str = "    ") -> list[str]:
         if f["field"] == "error":
             continue  # said with the release's answer above
         out.append(f"{indent}{f['field']}: {_field(f['before'])} → {_field(f['after'])}")
+    for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
+        d = (c.get("chosen") or {}).get(side)
+        if d is not None:  # the branch that chose this release's kernel
+            out.append(f"{indent}{version} chose its kernel at {_decision(d)}")
     for block in c["decisions"]:
         for d in block["before"]:
             out.append(f"{indent}- {c['from_version']}: {_decision(d)}")
@@ -88,6 +92,12 @@ def markdown(t: dict[str, Any]) -> str:
         for f in c["fields"]:
             out.append(f"- **{f['field']}:** {cell(_field(f['before']))} → "
                        f"{cell(_field(f['after']))}")  # fmt: skip
+        for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
+            d = (c.get("chosen") or {}).get(side)
+            if d is not None:
+                word = {True: "true", False: "false", None: "unknown"}[d["value"]]
+                out.append(f"- {version} chose its kernel at {code(d['at'])}: "
+                           f"{code(' '.join(d['condition'].split()))} → **{word}**")  # fmt: skip
         for block in c["decisions"]:
             for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
                 for d in block[side]:
