@@ -42,7 +42,8 @@ def test_a_model_the_release_cannot_trace_is_a_row_not_an_abort(
     assert len(rows) == 2 and all("not traced" in r and "no model class" in r for r in rows)
     assert text.count("](#") == 2  # the traced deployments keep their sections
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "2 of 4 deployment(s) could not be traced" in err[0]
+    assert len(err) == 1 and err[0].startswith("routescope: error: glm5.json: ")
+    assert "2 of 4 deployment(s) could not be traced" in err[0] and str(out) in err[0]
 
 
 def test_nothing_traced_or_a_shared_flag_is_one_line_and_no_file(

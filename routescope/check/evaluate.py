@@ -132,7 +132,7 @@ def evaluate_cell(
         point = verdict.get("insertion_point") or {}
         where = (  # as inspect says it: the line, then the function by its short name
             f"{point['file']}:{point['line']} in {point['function'].rpartition(':')[2]}"
-            if point.get("file") and point.get("function")
+            if point.get("file") and point.get("function") and point.get("line")
             else str(entry.field("insertion_point"))
         )
         msg = (

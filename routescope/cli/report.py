@@ -42,7 +42,7 @@ def report(
     gpus = [g.strip() for g in gpu.split(",") if g.strip()]
     flags = deployment(set_, env, package)
     docs: list[dict[str, object]] = []
-    failed: list[RoutescopeError] = []
+    failed: list[tuple[str, RoutescopeError]] = []  # (the model, why it was not traced)
     for m in models:
         for g in gpus:
             req = api.InspectRequest(model=m, framework=framework, gpu=g, tp=tp, ep=ep,
@@ -54,17 +54,18 @@ def report(
                     raise  # a flag every deployment shares: one line, no report
                 # one model this release cannot trace (a registry without its architecture):
                 # the others are still reported, this one says why in its row
-                failed.append(exc)
+                failed.append((m, exc))
                 docs.append({"model": {"ref": m}, "gpu": g, "tp": tp, "error": str(exc)})
     if len(failed) == len(docs):
-        raise failed[0]  # nothing was traced: the first reason, on one line
+        raise failed[0][1]  # nothing was traced: the first reason, on one line
     atomic_write_text(output, render_matrix(docs))
     typer.echo(f"wrote {output} ({len(docs)} deployment(s))")
-    if failed:
+    if failed:  # the input at fault is the model: said first, with the report written
+        model, first = failed[0]
         raise RoutescopeError(
-            str(output),
-            f"{len(failed)} of {len(docs)} deployment(s) could not be traced; the report says "
-            f"why for each (first: {failed[0]})",
+            model,
+            f"{first}; {len(failed)} of {len(docs)} deployment(s) could not be traced, and "
+            f"{output} says why for each",
         )
 
 

@@ -101,3 +101,36 @@ def test_the_block_is_built_from_the_nearest_parent_the_values_build(tmp_path: P
                        if isinstance(v, Instance) and v.cls is site.block_class)  # fmt: skip
         gates = reached(engine, st, experts, "gate")
         assert [g.cls.qualname for g in gates if g.cls] == ["fw.models.toy:Gate"]
+
+
+def test_the_walk_keeps_each_class_its_own_path_and_stops_at_the_decoder_layer(
+    tmp_path: Path,
+) -> None:
+    """Stopped at the MoE block (the values give what it takes), the block keeps its own path
+    (model.layers.3.mlp), not its decoder layer's; a decoder layer that takes something the
+    values lack is built as it is (that argument unknown), never the model above it, which
+    builds every layer."""
+    engine = Engine(make_tree(tmp_path, FILES), Facts(sinks=SINKS))
+    model = resolve_entry(engine, "fw.models.toy:ToyForCausalLM")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    config_cls = resolve_entry(engine, "fw.config:Config")
+    parallel_cls = resolve_entry(engine, "fw.config:Parallel")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    assert isinstance(config_cls, ClassVal) and isinstance(parallel_cls, ClassVal)
+    site = find_block(engine, model, router)
+    config, parallel = Instance(config_cls, {}), Instance(parallel_cls, {})
+    prefix = Const("model.layers.3.mlp")
+    built = build_block(engine, site, {"config": config, "parallel": parallel, "prefix": prefix},
+                        router)  # fmt: skip
+    assert built
+    for st, block, _ in built:
+        assert isinstance(block, Instance) and block.cls is not None
+        assert block.cls.qualname == "fw.models.toy:ToyMoE"
+        experts = st.fields(block)["experts"]
+        assert isinstance(experts, Instance)
+        assert getattr(st.fields(experts)["prefix"], "value", None) == "model.layers.3.mlp.experts"
+    built = build_block(engine, site, {"prefix": prefix}, router)  # no config at all
+    assert built
+    for _, block, _ in built:
+        assert isinstance(block, Instance) and block.cls is not None
+        assert block.cls.qualname == "fw.models.toy:ToyDecoder"  # not ToyModel

@@ -149,6 +149,10 @@ def test_a_fork_is_undecided_not_guessed() -> None:
     doc = report("examples/configs/openai--gpt-oss-120b.json", "0.5.23", "sm120", 8)
     assert doc["dispatch"]["status"] == "forked"
     assert doc["verdict"]["insertable"] is None
+    # said in words every format shows, each path's verdict named (not a JSON field's name)
+    why = doc["verdict"]["why"]
+    assert "dispatch.undecided" not in why and "'would decide'" in why
+    assert "per path: " in why and "none" not in why.split("per path: ")[1].split(";")[0]
 
 
 @pytest.mark.network

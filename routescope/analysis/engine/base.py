@@ -73,7 +73,7 @@ class EngineBase:
     entering: list[int]  # frame depths of the context-manager generators being entered
     record_inputs: bool
     tracing: bool
-    score_sources: dict[int, Value]
+    score_sources: dict[int, tuple[Value, Value]]
     not_built: set[ClassVal]
     only_module: ClassVal | None
     default_dtype: str | None

@@ -76,7 +76,7 @@ class Engine(
         self.tracing = False  # set while the router's decode forward is traced
         # objects whose call gives the router's scores (a gate the experts layer holds): what
         # calling each gives, by id
-        self.score_sources: dict[int, Value] = {}
+        self.score_sources: dict[int, tuple[Value, Value]] = {}  # id -> (the gate, its scores)
         self.catching: list[list[ast.ExceptHandler]] = []
         self._reads: dict[str, frozenset[str]] = {}
         # objects some constructor of which was not run (opaque, or built separately): their

@@ -123,8 +123,9 @@ class InvokeMixin(EngineBase):
             return [(st, Const(None))]
         if isinstance(fn, Partial):
             return self.call(st, fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, node)
-        if isinstance(fn, Instance) and id(fn) in self.score_sources:  # the router's gate
-            return [(st, self.score_sources[id(fn)])]
+        gate = self.score_sources.get(id(fn)) if isinstance(fn, Instance) else None
+        if gate is not None and gate[0] is fn:  # the router's gate (the object itself, kept)
+            return [(st, gate[1])]
         if isinstance(fn, Instance) and fn.cls is not None:  # calling an object: its __call__,
             method = fn.cls.lookup("__call__")  # or, a torch module, its forward
             if method is None and any(b in MODULE_BASES for b in fn.cls.external_bases()):

@@ -6,7 +6,14 @@ import ast
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.state import PathState
-from routescope.analysis.engine.values import AtLeast, Const, Unknown, UnknownKind, Value
+from routescope.analysis.engine.values import (
+    AtLeast,
+    Const,
+    Unknown,
+    UnknownKind,
+    Value,
+    merge_origins,
+)
 from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
@@ -40,7 +47,14 @@ def _bounds(
             return None
     known = [x for x in lows if x is not None]
     if name == "max" and known:
-        return one(st, AtLeast(max(known), f"max() of numbers, at least {max(known)}"))
-    if name == "min" and len(known) == len(lows):
-        return one(st, AtLeast(min(known), f"min() of numbers, at least {min(known)}"))
-    return None
+        low = max(known)
+    elif name == "min" and len(known) == len(lows):
+        low = min(known)
+    else:
+        return None
+    # what the unknown operand was (an environment variable, a joined value) stays said: a
+    # fork on the bound names what decides it
+    why = next(a for a in args if isinstance(a, Unknown))
+    out = AtLeast(low, why.reason, merge_origins(*args))
+    out.kind = why.kind
+    return one(st, out)

@@ -141,6 +141,20 @@ def _built_per_layer(parent: ClassVal, child: ClassVal) -> bool:
     return False
 
 
+def _decoder_layer(chain: list[Value]) -> int | None:
+    """Where in the constructor chain the decoder layer is: the first class, from the model
+    down, that its parent builds once per layer; None when none is told apart."""
+    for i in range(1, len(chain)):
+        parent, child = chain[i - 1], chain[i]
+        if (
+            isinstance(parent, ClassVal)
+            and isinstance(child, ClassVal)
+            and _built_per_layer(parent, child)
+        ):
+            return i
+    return None
+
+
 def build_block(
     engine: Engine, site: ModelSite, values: dict[str, Value], router_cls: ClassVal
 ) -> list[tuple[PathState, Value, Value]]:
@@ -148,22 +162,28 @@ def build_block(
     that takes top_k from its decoder layer; an experts layer whose block reads the parallel
     config its decoder layer takes from the model's): the nearest class up the constructor
     chain that the values build; else the block itself."""
-    cls, at = site.block_class, len(site.chain) - 1
+    chain = [resolve_entry(engine, q) for q in site.chain]
+    layer = _decoder_layer(chain)
+    cls, at = site.block_class, len(chain) - 1
     # up the chain to the nearest class the values build (the decoder layer takes the config;
-    # an experts layer and the block around it take what their parents read from it)
-    while _required_missing(cls, init_kwargs(cls, values)) and at >= 2:
-        parent = resolve_entry(engine, site.chain[at - 1])
+    # an experts layer and the block around it take what their parents read from it), never
+    # above the decoder layer (the model above it builds every layer)
+    while _required_missing(cls, init_kwargs(cls, values)) and at >= 2 and at != layer:
+        parent = chain[at - 1]
         if not isinstance(parent, ClassVal) or parent is site.model_class:
             break
         cls, at = parent, at - 1
     prefix = values.get("prefix")  # the MoE block's module path (model.layers.1.mlp)
-    if cls is not site.block_class and isinstance(prefix, Const) and isinstance(prefix.value, str):
-        grand = resolve_entry(engine, site.chain[at - 1])
-        layer = isinstance(grand, ClassVal) and _built_per_layer(grand, cls)
-        # the decoder layer's own path (model.layers.1: it reads its index from the last part);
-        # a class below it is the MoE block or inside it
-        if layer or at == len(site.chain) - 2:
-            values = {**values, "prefix": Const(prefix.value.rpartition(".")[0])}
+    # the decoder layer gets its own path (model.layers.1: it reads its index from the last
+    # part); a class below it is the MoE block or inside it and keeps the block's. Where no
+    # class is told apart as built per layer, the block's parent is taken for the layer.
+    if (
+        cls is not site.block_class
+        and isinstance(prefix, Const)
+        and isinstance(prefix.value, str)
+        and at == (layer if layer is not None else len(chain) - 2)
+    ):
+        values = {**values, "prefix": Const(prefix.value.rpartition(".")[0])}
     built = run_phase(
         engine,
         PHASE_STEPS["block"],

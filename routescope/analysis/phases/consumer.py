@@ -159,7 +159,7 @@ def decode_entry(
                                            {"scores": logits})  # fmt: skip
                 held = reached(engine, st, layer, gate["attribute"]) if len(gives) == 1 else []
                 for gate_obj in held:
-                    engine.score_sources[id(gate_obj)] = gives[0][1]
+                    engine.score_sources[id(gate_obj)] = (gate_obj, gives[0][1])
             fn = engine.attribute(st, layer, rule["call"])[0][1]
             return fn, [hidden, logits], "the experts layer's decode forward"
     fn = engine.attribute(st, router, rules.router_call)[0][1]

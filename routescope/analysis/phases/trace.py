@@ -93,6 +93,7 @@ def trace_call(
     if start is not None:  # continue from a path (its object state), with a fresh record
         st = start.fork()
         st.envs, st.decisions, st.frames, st.trail, st.sinks = [{}], [], [], [], []
+        st.routed_at = 0
     try:
         if isinstance(fn, FunctionVal):
             outcomes = engine.invoke(st, fn, args, kwargs, None)
@@ -175,6 +176,7 @@ def trace_serving(
     if not as_served:  # a staged layer: what follows its raise is not what the server runs
         return traced
     engine.tolerant = True
+    engine.budget.routed_spent = 0  # the retry's ways get the experts' share afresh
     try:
         return trace_call(engine, fn, args, kwargs, start=start, by_kernel=by_kernel)
     finally:
