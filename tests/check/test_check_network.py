@@ -275,4 +275,5 @@ def test_vllm_deployments_are_checked_and_locked_as_sglang_ones(
     assert 'sink = "torch.ops._moe_C.grouped_topk"' in lock
     assert 'sink = "flashinfer.fused_moe.trtllm_bf16_moe"' in lock
     code, out, _ = run(["check", "--policy", str(path)], capsys)  # against its own lock
-    assert "lock: matches the lock" in out
+    assert code == ExitCode.CHECK_FAILED, out  # the SM100 verdict still fails the policy
+    assert out.count("lock: matches the lock") == 2
