@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from routescope.render.markdown import verdict_word
 from routescope.render.text_report import short_path
 from routescope.report import answer_path, deciding_decision, sink_label
 
@@ -135,8 +136,8 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
 
 
 def _verdict(v: dict[str, Any], width: int) -> list[Text]:
-    if not v.get("insertable"):
-        why = _cut(f"OEA: not insertable: {v.get('why', '')}", 2 * width)
+    if not v.get("insertable"):  # not insertable, or undecided (a fork: each path's own)
+        why = _cut(f"OEA: {verdict_word(v)}: {v.get('why', '')}", 2 * width)
         out = [Text(why, style="bold yellow")]
         sw = v.get("switch") or {}
         if sw.get("flag") and sw.get("suggest"):  # what to set to get the router back
@@ -166,7 +167,7 @@ def brief(doc: dict[str, Any]) -> str:
         if path and path["sink"]
         else f"{len(disp['paths'])} paths"
     )
-    oea = "OEA insertable" if verdict.get("insertable") else "OEA not insertable"
+    oea = f"OEA {verdict_word(verdict)}" if verdict else "OEA: no verdict"
     blocked = doc.get("blockers") or []
     stop = f"; BLOCKED: {blocked[0]['what']}" if blocked else ""
     return f"{_deployment(doc)}: {disp['status']}: {kernel}; {oea}{stop}"
