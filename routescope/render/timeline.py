@@ -23,9 +23,12 @@ def _answer(g: dict[str, Any]) -> str:
     return f"{g['status']}: {shown}" + (f"; BLOCKED: {stops}" if stops else "")
 
 
+def _word(value: bool | None) -> str:
+    return {True: "true", False: "false", None: "unknown"}[value]
+
+
 def _decision(d: dict[str, Any]) -> str:
-    word = {True: "true", False: "false", None: "unknown"}[d["value"]]
-    return f"{' '.join(d['condition'].split())} → {word}  ({d['at']})"
+    return f"{' '.join(d['condition'].split())} → {_word(d['value'])}  ({d['at']})"
 
 
 def _field(v: Any) -> str:
@@ -95,13 +98,12 @@ def markdown(t: dict[str, Any]) -> str:
         for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
             d = (c.get("chosen") or {}).get(side)
             if d is not None:
-                word = {True: "true", False: "false", None: "unknown"}[d["value"]]
-                out.append(f"- {version} chose its kernel at {code(d['at'])}: "
-                           f"{code(' '.join(d['condition'].split()))} → **{word}**")  # fmt: skip
+                cond = code(" ".join(d["condition"].split()))
+                out.append(f"- {version} chose its kernel at {code(d['at'])}: {cond} → "
+                           f"**{_word(d['value'])}**")  # fmt: skip
         for block in c["decisions"]:
             for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
                 for d in block[side]:
-                    word = {True: "true", False: "false", None: "unknown"}[d["value"]]
                     out.append(f"- {version}: {code(' '.join(d['condition'].split()))} → "
-                               f"**{word}** at {code(d['at'])}")  # fmt: skip
+                               f"**{_word(d['value'])}** at {code(d['at'])}")  # fmt: skip
     return "\n".join(out) + "\n"

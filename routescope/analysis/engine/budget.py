@@ -65,7 +65,7 @@ class Budget:
         self.steps += 1
         if self.local and self.steps > self.local[-1][0]:
             raise BudgetExceeded(self.local[-1][1])
-        if st.routed_at and self.routed_steps is not None:
+        if st.routed and self.routed_steps is not None:
             self.routed_spent += 1
             if self.routed_spent > self.routed_steps:
                 raise BudgetExceeded("the experts past the kernel that routes outgrew their share")

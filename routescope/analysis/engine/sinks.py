@@ -92,8 +92,8 @@ class SinksMixin(EngineBase):
             return Tensor(made_at=self.made_at(node), role=role_of(inputs))
         hit = self._hit(name, rule, node, kwargs)
         st.sinks.append(hit)
-        if self.budget.routed_steps is not None and not st.routed_at:
-            st.routed_at = self.budget.steps  # (a by-kernel decode trace: its share starts)
+        if self.budget.routed_steps is not None:
+            st.routed = True  # (a by-kernel decode trace: its steps count against the share)
         self.claim_outputs(st, inputs, hit)
         return Tensor(producer=hit)
 

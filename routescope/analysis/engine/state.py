@@ -103,9 +103,9 @@ class PathState:
     # what a generator yielded: the statement that yielded ends its function with it (only a
     # context manager's generator is run, up to its yield)
     yielded: Value | None = None
-    # in a by-kernel decode trace, the step at which this path first called a kernel that
-    # routes (0: not yet): its steps from there count against the experts' share
-    routed_at: int = 0
+    # in a by-kernel decode trace, whether this path has called a kernel that routes: its
+    # steps from there count against the experts' share
+    routed: bool = False
 
     def fork(self) -> PathState:
         """A branch of this path: its state and its record so far."""
@@ -130,7 +130,7 @@ class PathState:
             raising=self.raising,
             raised_at=self.raised_at,
             yielded=self.yielded,
-            routed_at=self.routed_at,
+            routed=self.routed,
         )
 
     @property

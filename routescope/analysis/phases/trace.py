@@ -93,7 +93,7 @@ def trace_call(
     if start is not None:  # continue from a path (its object state), with a fresh record
         st = start.fork()
         st.envs, st.decisions, st.frames, st.trail, st.sinks = [{}], [], [], [], []
-        st.routed_at = 0
+        st.routed = False
     try:
         if isinstance(fn, FunctionVal):
             outcomes = engine.invoke(st, fn, args, kwargs, None)
