@@ -134,3 +134,76 @@ def test_the_walk_keeps_each_class_its_own_path_and_stops_at_the_decoder_layer(
     for _, block, _ in built:
         assert isinstance(block, Instance) and block.cls is not None
         assert block.cls.qualname == "fw.models.toy:ToyDecoder"  # not ToyModel
+
+
+HANDED = {
+    "models/__init__.py": "",
+    "models/toy.py": """
+        from fw.router import TopKRouter
+
+        MODE = "wide"
+
+        class ToyMoE:
+            def __init__(self, config, prefix="", is_v4=False, wide=False, stream=None):
+                self.router = TopKRouter(config.top_k, "ungrouped" if is_v4 else "grouped")
+                self.wide = wide
+                self.stream = stream
+
+        class ToyDecoder:
+            def __init__(self, config, prefix, stream=None):
+                local = object()
+                self.mlp = ToyMoE(
+                    config=config,
+                    prefix=f"{prefix}.mlp",
+                    is_v4=True,
+                    wide=MODE == "wide" and config.top_k > 4,
+                    stream=stream or local,
+                )
+
+        class ToyModel:
+            def __init__(self, config, prefix=""):
+                self.layers = [ToyDecoder(config, f"{prefix}.layers.{i}") for i in range(2)]
+
+        class ToyForCausalLM:
+            def __init__(self, config):
+                self.model = ToyModel(config, "model")
+    """,
+    "router.py": """
+        class TopKRouter:
+            def __init__(self, top_k, method):
+                self.top_k = top_k
+                self.method = method
+    """,
+    "config.py": """
+        class Config:
+            top_k = 8
+    """,
+}
+
+
+def test_a_block_takes_what_its_parent_hands_it_beyond_the_values(tmp_path: Path) -> None:
+    """Built from the values alone, the block gets what its decoder layer passes it from the
+    values, constants and module-level names (`is_v4=True` chooses the router's method), not
+    the parameter's default; what the parent computes itself stays at the default, said in a
+    note naming it and the line that builds the block."""
+    from routescope.analysis.phases.notes import Notes
+
+    engine = Engine(make_tree(tmp_path, HANDED), Facts(sinks=SINKS))
+    model = resolve_entry(engine, "fw.models.toy:ToyForCausalLM")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    config_cls = resolve_entry(engine, "fw.config:Config")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    assert isinstance(config_cls, ClassVal)
+    site = find_block(engine, model, router)
+    assert site.block_class.qualname == "fw.models.toy:ToyMoE"
+    notes = Notes()
+    values = {"config": Instance(config_cls, {}), "prefix": Const("model.layers.1.mlp")}
+    built = build_block(engine, site, values, router, notes)
+    assert built
+    for st, block, got in built:
+        assert isinstance(got, Instance) and isinstance(block, Instance)
+        assert getattr(st.fields(got)["method"], "value", None) == "ungrouped"
+        assert getattr(st.fields(block)["wide"], "value", None) is True
+        assert getattr(st.fields(block)["stream"], "value", 0) is None  # the default: computed
+    assert len(notes) == 1
+    assert "stream" in notes[0] and "is_v4" not in notes[0] and "models/toy.py:" in notes[0]

@@ -22,7 +22,9 @@ from routescope.analysis.engine.values import (
     Value,
     describe,
 )
+from routescope.analysis.phases.handed import handed
 from routescope.analysis.phases.model import ModelSite
+from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.setup import PHASE_STEPS, run_phase
 from routescope.analysis.phases.trace import resolve_entry
 
@@ -156,7 +158,11 @@ def _decoder_layer(chain: list[Value]) -> int | None:
 
 
 def build_block(
-    engine: Engine, site: ModelSite, values: dict[str, Value], router_cls: ClassVal
+    engine: Engine,
+    site: ModelSite,
+    values: dict[str, Value],
+    router_cls: ClassVal,
+    notes: Notes | None = None,
 ) -> list[tuple[PathState, Value, Value]]:
     """Construct the block as its parents do when it needs arguments only they know (a MoE block
     that takes top_k from its decoder layer; an experts layer whose block reads the parallel
@@ -184,11 +190,24 @@ def build_block(
         and at == (layer if layer is not None else len(chain) - 2)
     ):
         values = {**values, "prefix": Const(prefix.value.rpartition(".")[0])}
+    kwargs = init_kwargs(cls, values)
+    above = chain[at - 1] if at >= 1 else None
+    if isinstance(above, ClassVal):
+        # what the parent hands it beyond the values: the ones that follow from the values
+        # are passed; the others take their defaults, said in a note
+        more = handed(engine, above, cls, values)
+        kwargs.update(more.known)
+        if more.left and notes is not None:
+            notes.append(
+                f"{cls.qualname} is built from the values: {above.qualname} also hands it "
+                f"{', '.join(more.left)} ({more.where}), from what it computes or is handed; "
+                "taken at their defaults"
+            )
     built = run_phase(
         engine,
         PHASE_STEPS["block"],
         f"building {cls.qualname}",
-        lambda: engine.call(PathState(envs=[{}]), cls, [], init_kwargs(cls, values), None),
+        lambda: engine.call(PathState(envs=[{}]), cls, [], kwargs, None),
         record_inputs=True,
         as_served=False,  # built alone: the model's own build may open a context around it
     )

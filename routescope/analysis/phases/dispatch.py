@@ -198,7 +198,7 @@ def trace_dispatch(
     facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
     facts.bindings["quant_config"] = quant_config
     run_model_init(engine, rules, site, {**values, "config": served}, notes)
-    built = build_block(engine, site, values, router_cls)
+    built = build_block(engine, site, values, router_cls, notes)
     built = after_loading(engine, rules.data["models"].get("after_loading"), built)
     hidden = _hidden_states(spec, config)
     paths: list[TracedPath] = []
