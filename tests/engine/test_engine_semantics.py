@@ -259,6 +259,40 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # sglang 0.5.23 modelopt_quant.py:1646 `first_group = next(iter(config_groups.values()), {})`:
+    # iter() over what the path holds, next() takes the first item (and consumes it), else the
+    # default
+    "iter_next": """
+def route(x):
+    groups = {"g0": {"weights": {"group_size": 16}}, "g1": {}}
+    first = next(iter(groups.values()), {})
+    it = iter(groups)
+    a, b = next(it), next(it, "none")
+    rest = next(it, "none")
+    empty = next(iter([]), {"weights": {}})
+    if (first["weights"]["group_size"] == 16 and (a, b, rest) == ("g0", "g1", "none")
+            and empty == {"weights": {}} and next((k for k in groups if k != "g0"), None) == "g1"):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # sglang 0.5.23 checkpoint_quantization.py:92 `deepcopy(dict(config))` of a checkpoint's
+    # quantization config (config_groups.group_0.weights.group_size: four dicts deep); what the
+    # original shares, the copy shares, and the original is not changed through it
+    "deepcopy_nested_shared": """
+import copy
+
+def route(x):
+    shared = {"k": 0}
+    cfg = {"groups": {"g0": {"weights": {"group_size": 16, "more": {"deep": [1, {"v": 2}]}}}},
+           "a": shared, "b": shared}
+    c = copy.deepcopy(dict(cfg))
+    c["a"]["k"] = 1
+    w = c["groups"]["g0"]["weights"]
+    if (w["group_size"] == 16 and w["more"]["deep"][1]["v"] == 2 and c["b"]["k"] == 1
+            and shared["k"] == 0 and c["a"] is c["b"] and c["a"] is not shared):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

@@ -1,6 +1,7 @@
-"""map() and filter() with a function framework code defines (a lambda, a method): the function
-runs on each item, on each path, as Python runs it. (Builtins and pure library functions over
-constants are evaluated for real by the pure-builtin model.)"""
+"""Iterators: iter() and next(), and map() and filter() with a function framework code defines
+(a lambda, a method): the function runs on each item, on each path, as Python runs it.
+(Builtins and pure library functions over constants are evaluated for real by the pure-builtin
+model.)"""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import ast
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.bound import Partial
-from routescope.analysis.engine.containers import SEQ_LIMIT, new_tuple
-from routescope.analysis.engine.contents import iteration, truth_in
+from routescope.analysis.engine.containers import SEQ_LIMIT, ListVal, Seq, new_tuple
+from routescope.analysis.engine.contents import iteration, seq_items, truth_in
 from routescope.analysis.engine.state import PathState
-from routescope.analysis.engine.values import ClassVal, Const, FunctionVal, Value
-from routescope.analysis.library.registry import Paths, models
+from routescope.analysis.engine.values import ClassVal, Const, FunctionVal, Value, raises
+from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
     from routescope.analysis.engine.base import EngineBase
@@ -63,3 +64,46 @@ def _map_filter(
             return None
         paths = nxt
     return [(s, new_tuple(acc)) for s, acc in paths]
+
+
+@models("iter")
+def _iter(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """iter(items): an iterator over the items this path holds now (a dict's keys), a list of
+    its own that next() consumes; None (unknown) when they are not known or for iter(f, stop)."""
+    if len(args) != 1 or kwargs:
+        return None
+    items = iteration(args[0], st)
+    return one(st, ListVal(items)) if items is not None else None
+
+
+@models("next")
+def _next(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """next(iterator[, default]) over an iterator this path holds the items of (iter()'s, or
+    what a generator expression yields: the engine evaluates one eagerly, as the list of its
+    items): the first item, taken from it, else the default, else StopIteration."""
+    if not args or kwargs or len(args) > 2:
+        return None
+    items = seq_items(st, args[0])
+    if items is None:
+        return None
+    if items:
+        if isinstance(args[0], ListVal):  # consumed: the next next() gives the item after it
+            st.store(args[0], Seq(items[1:]))
+        return one(st, items[0])
+    if len(args) > 1:
+        return one(st, args[1])
+    return one(st, raises("StopIteration", "next() of an exhausted iterator"))

@@ -25,7 +25,6 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
-    raises,
 )
 from routescope.analysis.library import records
 from routescope.analysis.library.builtins import BoundConst, call_builtin, evaluated_names
@@ -185,28 +184,6 @@ def _sequences(
     return one(st, got) if got is not None else None
 
 
-@models("next")
-def _next(
-    eng: EngineBase,
-    st: PathState,
-    name: str,
-    args: list[Value],
-    kwargs: dict[str, Value],
-    node: ast.AST | None,
-) -> Paths | None:
-    """next(items[, default]) over what a generator expression yields (the engine evaluates
-    one eagerly, as the list of its items): the first item, else the default, else
-    StopIteration."""
-    items = seq_items(st, args[0]) if args else None
-    if items is None:
-        return None
-    if items:
-        return one(st, items[0])
-    if len(args) > 1:
-        return one(st, args[1])
-    return one(st, raises("StopIteration", "next() of an exhausted iterator"))
-
-
 @models(*sorted(evaluated_names()))
 def _pure(
     eng: EngineBase,
@@ -271,39 +248,49 @@ def _copy(
 ) -> Paths | None:
     if len(args) != 1:
         return None
-    return one(st, copied(st, eng.resolved(args[0]), name == "copy.deepcopy", 4))
+    return one(st, copied(st, eng.resolved(args[0]), name == "copy.deepcopy", COPY_DEPTH))
 
 
-def copied(st: PathState, v: Value, deep: bool, depth: int) -> Value:
+# how deep copy.deepcopy follows nested containers and objects (a checkpoint's quantization
+# config nests four dicts: config_groups.group_0.weights.group_size)
+COPY_DEPTH = 16
+
+
+def copied(
+    st: PathState, v: Value, deep: bool, depth: int, memo: dict[int, Value] | None = None
+) -> Value:
     """copy.copy / copy.deepcopy of a tracked object: a new object with this path's contents
-    (deep: nested objects copied too, `depth` levels down); values are shared as Python does."""
+    (deep: nested objects copied too, `depth` levels down, each one once, so what the original
+    shares the copy shares too, as deepcopy's memo does; a cycle runs out of depth); values are
+    shared as Python does. An unknown value stays what it is."""
     if depth <= 0:
         return Unknown("deepcopy nested too deeply", kind=UnknownKind.BUDGET)
+    if isinstance(v, (Const, EnumMember, External, FunctionVal, ClassVal, ModuleVal, Unknown)):
+        return v  # immutable, or copied as itself (copy of a class, a function, a module)
+    memo = {} if memo is None else memo
+    if id(v) in memo:
+        return memo[id(v)]
 
     def inner(x: Value) -> Value:
-        return copied(st, x, True, depth - 1) if deep else x
+        return copied(st, x, True, depth - 1, memo) if deep else x
 
-    if isinstance(v, (Const, EnumMember, External, FunctionVal, ClassVal, ModuleVal)):
-        return v  # immutable, or copied as itself (copy of a class, a function, a module)
+    made: Value
     if isinstance(v, ListVal):
         items = seq_items(st, v)
-        return (
-            ListVal([inner(i) for i in items])
-            if items is not None
-            else ListVal(
-                None, Unknown("a copy of a list of unknown contents", kind=UnknownKind.UNSUPPORTED)
-            )
-        )
-    if isinstance(v, TupleVal):
-        return TupleVal([inner(i) for i in v.items], v.origins) if deep else v
-    if isinstance(v, (DictVal, SetVal)):
+        why = Unknown("a copy of a list of unknown contents", kind=UnknownKind.UNSUPPORTED)
+        made = ListVal([inner(i) for i in items]) if items is not None else ListVal(None, why)
+    elif isinstance(v, TupleVal):
+        made = TupleVal([inner(i) for i in v.items], v.origins) if deep else v
+    elif isinstance(v, (DictVal, SetVal)):
         e = entries(st, v)
-        made = type(e)({k: (kv, inner(x)) for k, (kv, x) in e.items.items()}, e.rest)
-        return type(v)(made)
-    if isinstance(v, Instance):
+        made = type(v)(type(e)({k: (kv, inner(x)) for k, (kv, x) in e.items.items()}, e.rest))
+    elif isinstance(v, Instance):
         fields = st.fields(v)  # this path's view (its own writes included)
-        return Instance(v.cls, {k: inner(x) for k, x in fields.items()}, v.label)
-    return Unknown("copy of an unknown value", v.origins, kind=UnknownKind.UNSUPPORTED)
+        made = Instance(v.cls, {k: inner(x) for k, x in fields.items()}, v.label)
+    else:
+        return Unknown("copy of an unknown value", v.origins, kind=UnknownKind.UNSUPPORTED)
+    memo[id(v)] = made
+    return made
 
 
 @models("importlib.util.find_spec")
