@@ -293,6 +293,21 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # sglang 0.5.23 configs/model_config.py:2294-2297 `config_dtype = getattr(config, "dtype")`,
+    # `isinstance(config_dtype, str)`: a torch dtype is a torch.dtype, no str; :232-233
+    # `callable(getattr(config, "get_text_config", None))` of a method the engine carries out
+    "dtype_isinstance_and_callable": """
+import contextvars
+
+VAR = contextvars.ContextVar("v", default=0)
+
+def route(x):
+    d = torch.bfloat16
+    if (not isinstance(d, str) and isinstance(d, torch.dtype) and not isinstance(d, (int, dict))
+            and callable(VAR.get) and callable(VAR.set)):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

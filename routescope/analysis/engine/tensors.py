@@ -22,7 +22,7 @@ _DTYPE_ALIASES = {
     "int": "int32",
     "short": "int16",
 }
-_DTYPES = {
+DTYPES = {
     "float32",
     "float64",
     "float16",
@@ -53,7 +53,7 @@ def torch_dtype(v: Value) -> str | None:
         return None
     name = v.name[len("torch.") :]
     name = _DTYPE_ALIASES.get(name, name)
-    return name if name in _DTYPES else None
+    return name if name in DTYPES else None
 
 
 # tensor methods whose result has the tensor's shape (and, for the second set, its dtype)

@@ -12,6 +12,7 @@ from routescope.analysis.engine.containers import (
     SetVal,
     TupleVal,
 )
+from routescope.analysis.engine.tensors import DTYPES
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -33,6 +34,18 @@ SENTINELS = {
 }
 
 
+def _class_of_external(obj: Value) -> str | None:
+    """The exact class of a library object routescope knows by name: a marker object, or a
+    torch dtype (`torch.bfloat16` is a torch.dtype, a final class); None for any other."""
+    if not isinstance(obj, External):
+        return None
+    if obj.name in SENTINELS:
+        return SENTINELS[obj.name]
+    if obj.name.startswith("torch.") and obj.name[6:] in DTYPES:
+        return "torch.dtype"
+    return None
+
+
 def isinstance_of(obj: Value, cls: Value) -> Value:
     """isinstance(obj, cls): a class or a tuple of them."""
     classes = cls.value if isinstance(cls, Const) and isinstance(cls.value, tuple) else None
@@ -40,8 +53,8 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
     if isinstance(cls, TupleVal):
         targets = list(cls.items)
     kind = _container_type(obj)
-    if isinstance(obj, External) and obj.name in SENTINELS:  # a library's own marker object
-        own = SENTINELS[obj.name]
+    own = _class_of_external(obj)
+    if own is not None:  # a library object whose class is known (a marker, a torch dtype)
         return Const(any(isinstance(t, External) and t.name in (own, "object") for t in targets))
     for t in targets:
         builtin_types = {

@@ -9,6 +9,7 @@ import builtins
 import dataclasses
 from typing import TYPE_CHECKING
 
+from routescope.analysis.engine.bound import BoundOperation
 from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, TupleVal
 from routescope.analysis.engine.contents import entries, field_names, seq_items, snapshot, truth_in
 from routescope.analysis.engine.sequences import over_containers
@@ -118,10 +119,11 @@ def _callable(
     if len(args) != 1:
         return None
     a = eng.resolved(args[0])
-    if isinstance(a, (FunctionVal, ClassVal, BoundConst)) or type(a).__name__ in (
+    if isinstance(a, (FunctionVal, ClassVal, BoundConst, BoundOperation)) or type(a).__name__ in (
         "ContainerMethod",
         "Partial",
         "TensorMethod",
+        "ConfigMethod",  # a config's own method (get_text_config, to_dict)
     ):
         return one(st, Const(True))
     if isinstance(a, Const):
