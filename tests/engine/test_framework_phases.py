@@ -46,9 +46,26 @@ FILES = {
             def __init__(self, config, prefix=""):
                 self.experts = make_experts(config.top_k)
 
+        class HelperMoE:
+            # builds its experts in a method of its own (vLLM 0.33.0 DeepseekV4MoE:
+            # `self._init_fused_moe_experts(...)` -> FusedMoEFactory)
+            def __init__(self, config):
+                self._init_experts(config)
+
+            def _init_experts(self, config):
+                self.experts = make_experts(config.top_k)
+
         class ToyDecoder:
             def __init__(self, config):
                 self.mlp = ToyMoE(config)
+
+        class HelperDecoder:
+            def __init__(self, config):
+                self.mlp = HelperMoE(config)
+
+        class HelperForCausalLM:
+            def __init__(self, config):
+                self.layer = HelperDecoder(config)
 
         class ToyForCausalLM:
             def __init__(self, config):
@@ -120,6 +137,11 @@ def test_the_block_is_found_through_the_router_factories(engine: Engine) -> None
     assert site.chain[-1] == "fw.models.toy:ToyMoE"
     with pytest.raises(RoutescopeError):  # without the factories, nothing constructs it
         find_block(engine, model, router)
+    # a block that calls the factory from a method of its own its constructor calls
+    helper = resolve_entry(engine, "fw.models.toy:HelperForCausalLM")
+    assert isinstance(helper, ClassVal)
+    site = find_block(engine, helper, router, ("fw.router:make_router",))
+    assert site.block_class.qualname == "fw.models.toy:HelperMoE"
 
 
 def _rules(**server_args: object) -> FrameworkRules:

@@ -292,9 +292,7 @@ def _calls_builder(engine: Engine, cls: ClassVal, builders: set[ast.AST], depth:
     the framework it calls (`depth` levels): FusedMoEFactory(...) -> create_fused_moe_router."""
     if not builders:
         return False
-    bodies = [getattr(owner.attrs.get("__init__"), "node", None) for owner in cls.mro()]
-    functions = [(b, getattr(owner.attrs.get("__init__"), "module", None))
-                 for b, owner in zip(bodies, cls.mro(), strict=True) if b is not None]  # fmt: skip
+    functions = _init_bodies(cls)
     seen: set[int] = set()
     for _ in range(depth + 1):
         nxt = []
@@ -308,6 +306,23 @@ def _calls_builder(engine: Engine, cls: ClassVal, builders: set[ast.AST], depth:
                 nxt.append((called.node, called.module))
         functions = nxt
     return False
+
+
+def _init_bodies(cls: ClassVal) -> list[tuple[ast.AST, Any]]:
+    """The constructors along `cls`'s MRO, with the methods of its own they build parts with
+    (`self._init_experts(...)`, the most-derived override), each with its module."""
+    inits = [owner.attrs.get("__init__") for owner in cls.mro()]
+    out: list[tuple[ast.AST, Any]] = [
+        (f.node, f.module) for f in inits if isinstance(f, FunctionVal) and f.node is not None
+    ]
+    for node, _ in list(out):
+        for sub in ast.walk(node):
+            if _self_call(sub):
+                method = cls.lookup(sub.func.attr)  # type: ignore[attr-defined]
+                node_ = method.node if isinstance(method, FunctionVal) else None
+                if node_ is not None and all(node_ is not b for b, _ in out):
+                    out.append((node_, method.module))  # type: ignore[union-attr]
+    return out
 
 
 def _called_functions(engine: Engine, module: ModuleVal, node: ast.AST) -> list[Any]:
