@@ -37,6 +37,18 @@ FILES = {
                 return getattr(importlib.import_module(self.module), self.name)
 
         REGISTRY = {arch: _Lazy(f"fw.models.{mod}", cls) for arch, (mod, cls) in _MODELS.items()}
+
+        def build_inner(config, architectures=None):
+            return REGISTRY[architectures[0]].load_model_cls()(config)
+    """,
+    "models/wrap.py": """
+        from fw.registry import build_inner
+
+        class WrapForConditionalGeneration:
+            # vLLM 0.33.0 kimi_k25.py:375-380: the language model by name, through the registry
+            def __init__(self, config):
+                self.vision = object()
+                self.language_model = build_inner(config, architectures=["ToyForCausalLM"])
     """,
     "models/__init__.py": "",
     "models/toy.py": """
@@ -137,6 +149,19 @@ def test_the_block_is_found_through_the_router_factories(engine: Engine) -> None
     assert site.chain[-1] == "fw.models.toy:ToyMoE"
     with pytest.raises(RoutescopeError):  # without the factories, nothing constructs it
         find_block(engine, model, router)
+    # a wrapper that builds its language model by architecture name, through the registry
+    wrap = resolve_entry(engine, "fw.models.wrap:WrapForConditionalGeneration")
+    assert isinstance(wrap, ClassVal)
+    lookup = {"in": "fw.registry", "expr": "REGISTRY[architecture].load_model_cls()"}
+    models = {"lookup": lookup, "inner_model": {"function": "fw.registry:build_inner"}}
+    site = find_block(engine, wrap, router, ("fw.router:make_router",), models=models)
+    assert site.chain[:2] == (
+        "fw.models.wrap:WrapForConditionalGeneration",
+        "fw.models.toy:ToyForCausalLM",
+    )
+    assert site.block_class.qualname == "fw.models.toy:ToyMoE"
+    with pytest.raises(RoutescopeError):  # without the rule the registry call hides it
+        find_block(engine, wrap, router, ("fw.router:make_router",))
     # a block that calls the factory from a method of its own its constructor calls
     helper = resolve_entry(engine, "fw.models.toy:HelperForCausalLM")
     assert isinstance(helper, ClassVal)

@@ -170,7 +170,7 @@ def trace_dispatch(
         _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map")),
     )
     built_by = tuple(rules.data["router"].get("built_by", ()))
-    site = find_block(engine, model_cls, router_cls, built_by)
+    site = find_block(engine, model_cls, router_cls, built_by, models=rules.data["models"])
     facts.bindings["server_model_config"] = server_model_config(engine, rules, server_args, notes)
     quant = served_quantization(
         engine, rules, server_args, dep.quant or spec.quantization.value, notes

@@ -4,6 +4,7 @@ own registry and constructors: no per-model tables."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from routescope.analysis.engine.values import (
     describe,
 )
 from routescope.analysis.phases.generic import generic_backend
+from routescope.analysis.phases.inner import inner_models
 from routescope.errors import RoutescopeError
 
 
@@ -231,15 +233,26 @@ def find_block(
     router: ClassVal,
     built_by: tuple[str, ...] = (),
     max_depth: int = 5,
+    models: dict[str, Any] | None = None,
 ) -> ModelSite:
     """Breadth-first through constructor calls until a class whose __init__ builds the router:
     constructs it, or calls a function the rules say builds it (`built_by`, a factory), or a
-    function of the framework that calls one (a layer factory around the router factory)."""
+    function of the framework that calls one (a layer factory around the router factory).
+    `models`: the rules' models table, for a wrapper that builds its language model by name
+    through the registry (`inner_model`)."""
     builders = _builders(engine, built_by)
+    lookup = (models or {}).get("lookup")
+    inner = inner_models(
+        engine,
+        (models or {}).get("inner_model"),
+        lambda arch: _looked_up(engine, lookup, arch)[0] if lookup else None,
+        _static_values,
+        _init_bodies,
+    )
     # the classes each constructor calls first (the chain is then the one that builds the
     # block); failing that, the classes it names too (a layer class handed to a base model)
     for called_only in (True, False):
-        site = _search(engine, model, router, builders, max_depth, called_only)
+        site = _search(engine, model, router, builders, max_depth, called_only, inner)
         if site is not None:
             return site
     name = router.qualname
@@ -253,6 +266,7 @@ def _search(
     builders: set[ast.AST],
     max_depth: int,
     called_only: bool,
+    inner: Callable[[ClassVal], list[ClassVal]] = lambda cls: [],
 ) -> ModelSite | None:
     """Breadth-first through the constructors from the model class: the first class whose
     constructor builds the router, with the chain of classes to it."""
@@ -262,6 +276,7 @@ def _search(
         nxt: list[tuple[ClassVal, tuple[str, ...]]] = []
         for cls, chain in frontier:
             made = _constructed(engine, cls, called_only)
+            made += [m for m in inner(cls) if m not in made]
             if any(m is router or router in m.mro() for m in made) or _calls_builder(
                 engine, cls, builders
             ):

@@ -1,0 +1,71 @@
+"""Models a wrapper builds by name: a multimodal model whose constructor asks the framework's
+registry for its language model by architecture (`init_model(..., architectures=["X"])`, the
+rules' `models.inner_model`), rather than calling the class."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.values import ClassVal, FunctionVal, Value
+
+
+def inner_models(
+    engine: Engine,
+    rule: dict[str, str] | None,
+    look_up: Callable[[str], ClassVal | None],
+    static_values: Callable[[Engine, Any, Any, ast.expr], list[Value]],
+    bodies: Callable[[ClassVal], list[tuple[ast.AST, Any]]],
+) -> Callable[[ClassVal], list[ClassVal]]:
+    """For the model search: the classes a constructor builds through the rules' inner-model
+    function, each architecture it names (a literal list) looked up as the release looks it
+    up; nothing when the rules name no such function or the release has none."""
+    fn = _function(engine, rule["function"]) if rule else None
+    if rule is None or fn is None:
+        return lambda cls: []
+    keyword = rule.get("architectures", "architectures")
+
+    def built(cls: ClassVal) -> list[ClassVal]:
+        from routescope.analysis.engine.state import PathState
+
+        out: list[ClassVal] = []
+        for node, module in bodies(cls):
+            if module is None:
+                continue
+            st = PathState(envs=[module.globals])
+            for call in (c for c in ast.walk(node) if isinstance(c, ast.Call)):
+                if not any(
+                    isinstance(v, FunctionVal) and v.node is fn.node
+                    for v in static_values(engine, module, st, call.func)
+                ):
+                    continue
+                for name in _names(call, keyword):
+                    found = look_up(name)
+                    if found is not None and found not in out and found is not cls:
+                        out.append(found)
+        return out
+
+    return built
+
+
+def _function(engine: Engine, entry: str) -> FunctionVal | None:
+    module, _, qual = entry.partition(":")
+    mod = engine.load_module(module)
+    fn = mod.globals.get(qual) if mod is not None and mod.error is None else None
+    got = engine.resolved(fn) if fn is not None else None
+    return got if isinstance(got, FunctionVal) and got.node is not None else None
+
+
+def _names(call: ast.Call, keyword: str) -> list[str]:
+    """The architecture names a call passes as a literal list or tuple of strings."""
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            try:
+                value = ast.literal_eval(kw.value)
+            except ValueError:
+                return []
+            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                return list(value)
+    return []
