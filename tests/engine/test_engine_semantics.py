@@ -308,6 +308,24 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.33.0 parameter.py:32-39 / sglang 0.5.23 quantization/utils.py:581: a framework
+    # subclass of Parameter is the tensor it is made from (`__new__(cls, data)`): `scale.ndim`
+    "parameter_subclass_tensor": """
+class Param(torch.nn.Parameter):
+    def __new__(cls, data, **kwargs):
+        return super().__new__(cls, data=data, requires_grad=False)
+
+    def __init__(self, data, weight_loader=None):
+        self._weight_loader = weight_loader
+
+def route(x):
+    p = Param(data=torch.empty(4, 8, dtype=torch.float32), weight_loader=print)
+    q = Param(torch.empty(2, 3, 5))
+    if (p.ndim == 2 and p.shape[0] == 4 and q.data.shape[2] == 5 and q.ndim == 3
+            and p.dtype == torch.float32 and p._weight_loader is print):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

@@ -89,6 +89,7 @@ class EngineBase:
     _shared: dict[tuple[Any, ...], list[Any]]
     _reads: dict[str, frozenset[str]]
     _unbuilt: set[int]
+    tensor_data: dict[int, Value]
     _texts: dict[int, tuple[ast.AST, str]]
     _closure_env: dict[str, Value] | None
     _self_stack: list[tuple[Value | None, ClassVal | None, FunctionVal]]

@@ -10,12 +10,14 @@ from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import str_dict
 from routescope.analysis.engine.imports import MODULE_STMT_STEPS
 from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.tensors import TENSOR_BASES
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
     EnumMember,
     FunctionVal,
     Instance,
+    Tensor,
     Unknown,
     UnknownKind,
     Value,
@@ -57,6 +59,14 @@ class ConstructMixin(EngineBase):
                 outs = self.invoke(st, post.bind(inst), init_vars, {}, node)
                 return [(s, inst) for s, _k, _v in outs]
             return [(st, inst)]
+        if any(b in TENSOR_BASES for b in cls.external_bases()):
+            # a tensor subclass (vLLM's BasevLLMParameter(Parameter): `__new__(cls, data)`
+            # makes the tensor of `data`, the first argument): it is that tensor
+            data = self.resolved(kwargs["data"] if "data" in kwargs else args[0] if args else
+                                 Const(None))  # fmt: skip
+            if isinstance(data, Tensor):
+                self.tensor_data[id(inst)] = data
+                self._memo_keep.append(inst)
         init = cls.lookup("__init__")
         if isinstance(init, FunctionVal):
             outs = self.join(cls.qualname, self.invoke(st, init.bind(inst), args, kwargs, node), 1)

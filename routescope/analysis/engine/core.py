@@ -82,6 +82,9 @@ class Engine(
         # objects some constructor of which was not run (opaque, or built separately): their
         # missing attributes are unknown, not absent
         self._unbuilt: set[int] = set()
+        # instances of framework subclasses of torch's Parameter (or Tensor): the tensor each
+        # was made from (its `data`), by id, with the objects kept alive
+        self.tensor_data: dict[int, Value] = {}
         self.entering: list[int] = []
         # torch's default dtype while the model is built (the loader's set_default_torch_dtype)
         self.default_dtype: str | None = None

@@ -23,7 +23,7 @@ from routescope.analysis.engine.methods import ContainerMethod
 from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.stmts import GLOBALS_KEY
-from routescope.analysis.engine.tensors import TensorMethod
+from routescope.analysis.engine.tensors import TENSOR_MEMBERS, TensorMethod
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -133,6 +133,9 @@ class ObjectsMixin(EngineBase):
                     return [(st, found)]
                 if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
                     return [(st, Register(obj))]  # self.register_buffer("bias", t): a field
+                data = self.tensor_data.get(id(obj))
+                if data is not None and name in TENSOR_MEMBERS:  # a tensor subclass's tensor
+                    return [(st, data)] if name == "data" else self.attribute(st, data, name)
                 getattr_hook = obj.cls.lookup("__getattr__") if hook else None
                 if isinstance(getattr_hook, FunctionVal) and not name.startswith("__"):
                     return self.call(st, getattr_hook.bind(obj), [Const(name)], {}, None)

@@ -85,6 +85,21 @@ METHOD_DTYPES = {
     "long": "torch.int64",
 }
 PARAMETER = {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "nn.Parameter"}
+# the bases that make a framework class a tensor (an instance is made from a tensor, `data`)
+TENSOR_BASES = PARAMETER | {"torch.Tensor", "torch.nn.parameter.Buffer", "torch.nn.Buffer"}
+# what an instance of such a class answers from the tensor it was made from: its data and
+# torch's own tensor attributes and methods (any other name is the instance's own, or absent)
+TENSOR_MEMBERS = frozenset(
+    {
+        "data", "shape", "dtype", "ndim", "device", "is_cuda", "requires_grad", "T", "mT",
+        "size", "dim", "numel", "nelement", "stride", "storage_offset", "element_size",
+        "is_contiguous", "contiguous", "view", "view_as", "reshape", "narrow", "t", "transpose",
+        "permute", "unsqueeze", "squeeze", "flatten", "expand", "repeat", "chunk", "split",
+        "to", "cuda", "cpu", "float", "half", "bfloat16", "int", "long", "type", "type_as",
+        "detach", "clone", "copy_", "fill_", "zero_", "normal_", "uniform_", "sum", "max",
+        "min", "abs", "amax", "__getitem__", "nbytes", "itemsize", "new_empty", "new_zeros",
+    }
+)  # fmt: skip
 # torch factories whose first arguments are the shape (torch.full: then the fill value)
 FACTORIES = {f"torch.{n}" for n in ("empty", "zeros", "ones", "full", "rand", "randn")}
 

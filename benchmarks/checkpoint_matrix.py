@@ -1,0 +1,62 @@
+"""Every published checkpoint in examples/checkpoints through one framework release on several
+GPUs: the status and the routing kernel(s) of each trace, one line each, and a count by status.
+
+Usage: python benchmarks/checkpoint_matrix.py FRAMEWORK==VERSION [--gpus sm100,sm90,sm120]
+       [--tp 8] [--only NAME ...]
+
+Each trace runs in this process with the report cache off (ROUTESCOPE_TRACE_CACHE=0), so the
+figures are what a new deployment costs; the source must be cached or reachable. A trace that
+routescope refuses prints its one-line error (an input error, not a crash).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("framework", help="e.g. sglang==0.5.23 or vllm==0.33.0")
+    parser.add_argument("--gpus", default="sm100,sm90,sm120")
+    parser.add_argument("--tp", type=int, default=8)
+    parser.add_argument("--only", nargs="*", default=None, help="checkpoint directory names")
+    args = parser.parse_args()
+    os.environ.setdefault("ROUTESCOPE_TRACE_CACHE", "0")
+    from routescope import api
+    from routescope.errors import RoutescopeError
+
+    names = sorted(p.name for p in (ROOT / "examples" / "checkpoints").iterdir() if p.is_dir())
+    if args.only:
+        names = [n for n in names if n in set(args.only)]
+    counts: collections.Counter[str] = collections.Counter()
+    for name in names:
+        config = ROOT / "examples" / "checkpoints" / name / "config.json"
+        for gpu in args.gpus.split(","):
+            start = time.monotonic()
+            try:
+                req = api.InspectRequest(
+                    model=str(config), framework=args.framework, gpu=gpu, tp=args.tp
+                )
+                rep = api.inspect(req)
+                d = rep["dispatch"]
+                sinks = sorted({(p["sink"] or {}).get("name", "-") for p in d["paths"]})
+                status, shown = d["status"], " | ".join(sinks)
+            except RoutescopeError as exc:
+                status, shown = "refused", str(exc)[:160]
+            counts[status] += 1
+            took = time.monotonic() - start
+            print(f"{name:46s} {gpu:6s} {took:6.1f}s {status:10s} {shown}", flush=True)
+    print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
