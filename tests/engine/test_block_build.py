@@ -144,20 +144,24 @@ HANDED = {
         MODE = "wide"
 
         class ToyMoE:
-            def __init__(self, config, prefix="", is_v4=False, wide=False, stream=None):
+            def __init__(self, config, prefix="", is_v4=False, wide=False, stream=None,
+                         q_on=None):
                 self.router = TopKRouter(config.top_k, "ungrouped" if is_v4 else "grouped")
                 self.wide = wide
                 self.stream = stream
+                self.q_on = q_on
 
         class ToyDecoder:
-            def __init__(self, config, prefix, stream=None):
+            def __init__(self, config, prefix, stream=None, quant=None):
                 local = object()
+                quant = quant or "fp8"  # reassigned: what it is here is the parent's own
                 self.mlp = ToyMoE(
                     config=config,
                     prefix=f"{prefix}.mlp",
                     is_v4=True,
                     wide=MODE == "wide" and config.top_k > 4,
                     stream=stream or local,
+                    q_on=quant is not None,
                 )
 
         class ToyModel:
@@ -205,5 +209,7 @@ def test_a_block_takes_what_its_parent_hands_it_beyond_the_values(tmp_path: Path
         assert getattr(st.fields(got)["method"], "value", None) == "ungrouped"
         assert getattr(st.fields(block)["wide"], "value", None) is True
         assert getattr(st.fields(block)["stream"], "value", 0) is None  # the default: computed
+        assert getattr(st.fields(block)["q_on"], "value", 0) is None  # never the values' guess
     assert len(notes) == 1
-    assert "stream" in notes[0] and "is_v4" not in notes[0] and "models/toy.py:" in notes[0]
+    assert "stream" in notes[0] and "q_on" in notes[0] and "is_v4" not in notes[0]
+    assert "models/toy.py:" in notes[0]

@@ -270,8 +270,11 @@ def route(x):
     a, b = next(it), next(it, "none")
     rest = next(it, "none")
     empty = next(iter([]), {"weights": {}})
+    nums = iter([1, 2])
+    taken = [next(nums), next(nums), next(nums, None)]
     if (first["weights"]["group_size"] == 16 and (a, b, rest) == ("g0", "g1", "none")
-            and empty == {"weights": {}} and next((k for k in groups if k != "g0"), None) == "g1"):
+            and empty == {"weights": {}} and next((k for k in groups if k != "g0"), None) == "g1"
+            and taken == [1, 2, None] and iter([])):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
@@ -288,8 +291,12 @@ def route(x):
     c = copy.deepcopy(dict(cfg))
     c["a"]["k"] = 1
     w = c["groups"]["g0"]["weights"]
+    node = {"name": "root"}
+    node["kid"] = {"parent": node}
+    n = copy.deepcopy(node)
     if (w["group_size"] == 16 and w["more"]["deep"][1]["v"] == 2 and c["b"]["k"] == 1
-            and shared["k"] == 0 and c["a"] is c["b"] and c["a"] is not shared):
+            and shared["k"] == 0 and c["a"] is c["b"] and c["a"] is not shared
+            and n["kid"]["parent"] is n and n is not node):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,

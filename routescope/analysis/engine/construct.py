@@ -59,7 +59,7 @@ class ConstructMixin(EngineBase):
                 outs = self.invoke(st, post.bind(inst), init_vars, {}, node)
                 return [(s, inst) for s, _k, _v in outs]
             return [(st, inst)]
-        if any(b in TENSOR_BASES for b in cls.external_bases()):
+        if any(b in TENSOR_BASES for b in cls.external_bases()) and _new_takes_data(cls):
             # a tensor subclass (vLLM's BasevLLMParameter(Parameter): `__new__(cls, data)`
             # makes the tensor of `data`, the first argument): it is that tensor
             data = self.resolved(kwargs["data"] if "data" in kwargs else args[0] if args else
@@ -186,3 +186,14 @@ def _is_init_var(cls: ClassVal, name: str) -> bool:
             text = ast.unparse(head) if isinstance(head, ast.expr) else ""
             return text.split(".")[-1] == "InitVar"
     return False
+
+
+def _new_takes_data(cls: ClassVal) -> bool:
+    """Whether a tensor subclass is made from its first argument, `data`: no __new__ of its
+    own (torch's: Parameter(data)), or one whose first parameter after cls is named data."""
+    new = cls.lookup("__new__")
+    node = getattr(new, "node", None)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return new is None
+    params = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+    return len(params) >= 2 and params[1] == "data"

@@ -133,7 +133,8 @@ class ObjectsMixin(EngineBase):
                     return [(st, found)]
                 if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
                     return [(st, Register(obj))]  # self.register_buffer("bias", t): a field
-                data = self.tensor_data.get(id(obj))
+                written = st.field(obj, "data")  # `p.data = t` replaced its tensor
+                data = written if isinstance(written, Tensor) else self.tensor_data.get(id(obj))
                 if data is not None and name in TENSOR_MEMBERS:  # a tensor subclass's tensor
                     return [(st, data)] if name == "data" else self.attribute(st, data, name)
                 getattr_hook = obj.cls.lookup("__getattr__") if hook else None

@@ -34,6 +34,10 @@ SENTINELS = {
 }
 
 
+# another name of the same class
+_ALIASES = {"torch.dtype": ("torch._C.dtype",)}
+
+
 def _class_of_external(obj: Value) -> str | None:
     """The exact class of a library object routescope knows by name: a marker object, or a
     torch dtype (`torch.bfloat16` is a torch.dtype, a final class); None for any other."""
@@ -55,7 +59,14 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
     kind = _container_type(obj)
     own = _class_of_external(obj)
     if own is not None:  # a library object whose class is known (a marker, a torch dtype)
-        return Const(any(isinstance(t, External) and t.name in (own, "object") for t in targets))
+        if any(isinstance(t, External) and t.name in (own, *_ALIASES.get(own, ()), "object")
+               for t in targets):  # fmt: skip
+            return Const(True)
+        if all((isinstance(t, ClassVal) and not _is_protocol(t)) or (isinstance(t, External)
+               and not t.name.startswith(_ABSTRACT_NAMESPACES)) for t in targets):  # fmt: skip
+            return Const(False)  # a final class, none of these (nor an abstract base)
+        return Unknown(f"isinstance of a {own} against an abstract class",
+                       kind=UnknownKind.UNSUPPORTED)  # fmt: skip
     for t in targets:
         builtin_types = {
             "int": int,

@@ -12,7 +12,15 @@ from routescope.analysis.engine.bound import Partial
 from routescope.analysis.engine.containers import SEQ_LIMIT, ListVal, Seq, new_tuple
 from routescope.analysis.engine.contents import iteration, seq_items, truth_in
 from routescope.analysis.engine.state import PathState
-from routescope.analysis.engine.values import ClassVal, Const, FunctionVal, Value, raises
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    FunctionVal,
+    Unknown,
+    UnknownKind,
+    Value,
+    raises,
+)
 from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
@@ -66,6 +74,16 @@ def _map_filter(
     return [(s, new_tuple(acc)) for s, acc in paths]
 
 
+class IteratorVal(Unknown):
+    """What iter() gives: an iterator over a snapshot of the items (a list of its own, on the
+    path) that next() consumes. Anything else done with it (a loop, zip(), list(), len) is not
+    modelled and reads it as unknown; an iterator object is always true."""
+
+    def __init__(self, items: ListVal) -> None:
+        super().__init__("an iterator", truthy=True, kind=UnknownKind.UNSUPPORTED)
+        self.items = items
+
+
 @models("iter")
 def _iter(
     eng: EngineBase,
@@ -75,12 +93,12 @@ def _iter(
     kwargs: dict[str, Value],
     node: ast.AST | None,
 ) -> Paths | None:
-    """iter(items): an iterator over the items this path holds now (a dict's keys), a list of
-    its own that next() consumes; None (unknown) when they are not known or for iter(f, stop)."""
+    """iter(items): an iterator over the items this path holds now (a dict's keys), which
+    next() consumes; None (unknown) when they are not known or for iter(f, stop)."""
     if len(args) != 1 or kwargs:
         return None
     items = iteration(args[0], st)
-    return one(st, ListVal(items)) if items is not None else None
+    return one(st, IteratorVal(ListVal(items))) if items is not None else None
 
 
 @models("next")
@@ -92,17 +110,18 @@ def _next(
     kwargs: dict[str, Value],
     node: ast.AST | None,
 ) -> Paths | None:
-    """next(iterator[, default]) over an iterator this path holds the items of (iter()'s, or
-    what a generator expression yields: the engine evaluates one eagerly, as the list of its
-    items): the first item, taken from it, else the default, else StopIteration."""
+    """next(iterator[, default]): from iter()'s iterator, its next item (taken from it), else
+    the default, else StopIteration; from what a generator expression yields (the engine
+    evaluates one eagerly, as its items), the first item."""
     if not args or kwargs or len(args) > 2:
         return None
-    items = seq_items(st, args[0])
+    it = args[0]
+    items = seq_items(st, it.items if isinstance(it, IteratorVal) else it)
     if items is None:
         return None
     if items:
-        if isinstance(args[0], ListVal):  # consumed: the next next() gives the item after it
-            st.store(args[0], Seq(items[1:]))
+        if isinstance(it, IteratorVal):  # consumed: the next next() gives the item after it
+            st.store(it.items, Seq(items[1:]))
         return one(st, items[0])
     if len(args) > 1:
         return one(st, args[1])

@@ -9,8 +9,8 @@ import builtins
 import dataclasses
 from typing import TYPE_CHECKING
 
-from routescope.analysis.engine.bound import BoundOperation
-from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, TupleVal
+from routescope.analysis.engine.bound import BoundOperation, ContextVarMethod
+from routescope.analysis.engine.containers import DictVal, ListVal, Seq, SetVal, TupleVal
 from routescope.analysis.engine.contents import entries, field_names, seq_items, snapshot, truth_in
 from routescope.analysis.engine.sequences import over_containers
 from routescope.analysis.engine.state import PathState
@@ -119,6 +119,8 @@ def _callable(
     if len(args) != 1:
         return None
     a = eng.resolved(args[0])
+    if isinstance(a, ContextVarMethod):  # made for any attribute read: only these are methods
+        return one(st, Const(a.name in ("get", "set", "reset")))
     if isinstance(a, (FunctionVal, ClassVal, BoundConst, BoundOperation)) or type(a).__name__ in (
         "ContainerMethod",
         "Partial",
@@ -276,19 +278,35 @@ def copied(
     def inner(x: Value) -> Value:
         return copied(st, x, True, depth - 1, memo) if deep else x
 
+    if (
+        isinstance(v, Instance)
+        and v.cls is not None
+        and (
+            v.cls.lookup("__deepcopy__" if deep else "__copy__") is not None
+            or v.cls.lookup("__reduce_ex__") is not None
+        )
+    ):
+        return Unknown(
+            f"a copy by {v.cls.qualname}'s own copy method", kind=UnknownKind.UNSUPPORTED
+        )
     made: Value
     if isinstance(v, ListVal):
         items = seq_items(st, v)
-        why = Unknown("a copy of a list of unknown contents", kind=UnknownKind.UNSUPPORTED)
-        made = ListVal([inner(i) for i in items]) if items is not None else ListVal(None, why)
+        if items is None:
+            why = Unknown("a copy of a list of unknown contents", kind=UnknownKind.UNSUPPORTED)
+            return ListVal(None, why)
+        made = memo[id(v)] = ListVal([])  # in the memo before its items: a cycle keeps it
+        made.base = Seq([inner(i) for i in items])
     elif isinstance(v, TupleVal):
         made = TupleVal([inner(i) for i in v.items], v.origins) if deep else v
     elif isinstance(v, (DictVal, SetVal)):
         e = entries(st, v)
-        made = type(v)(type(e)({k: (kv, inner(x)) for k, (kv, x) in e.items.items()}, e.rest))
+        made = memo[id(v)] = type(v)(type(e)({}, e.rest))
+        made.base = type(e)({k: (kv, inner(x)) for k, (kv, x) in e.items.items()}, e.rest)
     elif isinstance(v, Instance):
         fields = st.fields(v)  # this path's view (its own writes included)
-        made = Instance(v.cls, {k: inner(x) for k, x in fields.items()}, v.label)
+        made = memo[id(v)] = Instance(v.cls, {}, v.label)
+        made.fields.update({k: inner(x) for k, x in fields.items()})
     else:
         return Unknown("copy of an unknown value", v.origins, kind=UnknownKind.UNSUPPORTED)
     memo[id(v)] = made

@@ -9,89 +9,115 @@ import ast
 import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import ClassVal, Value
 
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
 
 @dataclass(frozen=True, slots=True)
 class Handed:
-    """The arguments the parent's construction passes beyond the values: those that follow
-    from the values alone (constants, module-level names, the values the parent is handed)
-    with what they evaluate to; the names of the others (from what the parent computed or
-    was handed and the values do not hold), left at the child's defaults; where the call is."""
+    """The arguments the parent's construction passes that the values do not settle: those
+    that follow from the values alone (constants, module-level names, the parent's parameters
+    it hands on unchanged) with what they evaluate to; the names of the others (from what the
+    parent computes, or was handed and the values do not hold): a parameter the values do not
+    hold left at the child's default, one they hold kept as they give it; where the call is."""
 
     known: dict[str, Value]
     left: tuple[str, ...]
     where: str
 
 
-def handed(engine: Engine, parent: ClassVal, child: ClassVal, values: dict[str, Value]) -> Handed:
-    """What the constructor of `parent` (or of a base) passes `child` beyond `values`, when it
-    builds it at one place; nothing when it builds it nowhere it can see or at several places
-    (which one runs is the parent's to decide)."""
+def handed(
+    engine: Engine,
+    parent: ClassVal,
+    child: ClassVal,
+    values: dict[str, Value],
+    bodies: list[tuple[ast.AST, Any]],
+) -> Handed:
+    """What the constructor of `parent` (`bodies`: its constructors and the methods of its own
+    they call, with their modules) passes `child` beyond `values`, when it builds it at one
+    place; nothing when it builds it nowhere it can see or at several places (which one runs
+    is the parent's to decide)."""
     node = getattr(child.lookup("__init__"), "node", None)
-    calls = _calls(parent, child)
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(calls) != 1:
+    name = child.node.name if child.node is not None else child.qualname.rpartition(".")[2]
+    calls = [
+        (c, m) for body, m in bodies for c in ast.walk(body)
+        if isinstance(c, ast.Call) and _builds(c, name)
+    ]  # fmt: skip
+    if not isinstance(node, _FUNCTIONS) or len(calls) != 1 or calls[0][1] is None:
         return Handed({}, (), "")
-    ((owner, call),) = calls
+    call, module = calls[0]
+    where = f"{module.relpath}:{call.lineno}"
     params = [p.arg for p in [*node.args.posonlyargs, *node.args.args][1:]]
     passed: list[tuple[str, ast.expr]] = []
     for i, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred) or i >= len(params):
-            return Handed({}, ("*args",), _where(owner, call))
+            return Handed({}, ("*args",), where)
         passed.append((params[i], arg))
     for kw in call.keywords:
         if kw.arg is None:
-            return Handed({}, ("**kwargs",), _where(owner, call))
+            return Handed({}, ("**kwargs",), where)
         passed.append((kw.arg, kw.value))
-    module = owner.module
-    init = getattr(owner.attrs.get("__init__"), "node", None)
-    if module is None or not isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return Handed({}, (), "")
-    own = [a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]]
-    bound = {name: values[name] for name in own if name in values}
+    init = _enclosing(bodies, call)
+    local = _assigned(init) if init is not None else set()
+    own = _params(init) if init is not None else set()
+    # the parent's parameters known to be the values: handed on unchanged, never reassigned
+    bound = {
+        e.id: values[k]
+        for k, e in passed
+        if isinstance(e, ast.Name) and k in values and e.id in own and e.id not in local
+    }
     known: dict[str, Value] = {}
     left: list[str] = []
-    for name, expr in passed:
-        if name in values:
-            continue  # the values hold it (the parent passes what it was handed of them)
-        if not _from_values(expr, set(bound), set(own) | _assigned(init), module.globals):
-            left.append(name)
-            continue
-        got = engine.evaluate_in(PathState(envs=[{}]), module.name, ast.unparse(expr), bound)
+    for key, expr in passed:
+        if isinstance(expr, ast.Name) and expr.id in bound and bound[expr.id] is values.get(key):
+            continue  # the value the values give, handed on
+        got = (
+            engine.evaluate_in(PathState(envs=[{}]), module.name, ast.unparse(expr), bound)
+            if _from_values(expr, set(bound), own | local, module.globals)
+            else []
+        )
         if len(got) == 1 and got[0][0].raising is None:
-            known[name] = got[0][1]
-        else:
-            left.append(name)
-    return Handed(known, tuple(left), _where(owner, call))
+            known[key] = got[0][1]
+        elif key not in values:  # (one the values hold stays as they give it: its path, ...)
+            left.append(key)
+    return Handed(known, tuple(left), where)
 
 
-def _calls(parent: ClassVal, child: ClassVal) -> list[tuple[ClassVal, ast.Call]]:
-    """Where the constructors along `parent`'s MRO call `child` by name."""
-    name = child.node.name if child.node is not None else child.qualname.rpartition(".")[2]
-    out = []
-    for owner in parent.mro():
-        init = getattr(owner.attrs.get("__init__"), "node", None)
-        for sub in ast.walk(init) if init is not None else ():
-            if isinstance(sub, ast.Call) and (
-                (isinstance(sub.func, ast.Name) and sub.func.id == name)
-                or (isinstance(sub.func, ast.Attribute) and sub.func.attr == name)
-            ):
-                out.append((owner, sub))
-    return out
+def _builds(node: ast.Call, name: str) -> bool:
+    """`Name(...)` or `<module or class>.Name(...)`."""
+    f = node.func
+    return (isinstance(f, ast.Name) and f.id == name) or (
+        isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name)
+    )
 
 
-def _assigned(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The names a function body binds (its locals)."""
+def _enclosing(bodies: list[tuple[ast.AST, Any]], call: ast.Call) -> ast.AST | None:
+    """The body (a constructor or a method of its own) the call is written in."""
+    return next((b for b, _ in bodies if any(n is call for n in ast.walk(b))), None)
+
+
+def _params(fn: ast.AST) -> set[str]:
+    a = fn.args if isinstance(fn, _FUNCTIONS) else None
+    if a is None:
+        return set()
+    names = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+    return {p.arg for p in names}
+
+
+def _assigned(fn: ast.AST) -> set[str]:
+    """The names a function body binds (its locals, its parameters reassigned)."""
     return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _from_values(
     expr: ast.expr, bound: set[str], local: set[str], globals_: Mapping[str, object]
 ) -> bool:
-    """Whether `expr` reads only the parameters the values give, module-level names and
+    """Whether `expr` reads only the parameters known to be the values, module-level names and
     builtins: nothing the parent computed (its locals, `self`) or was handed beyond them."""
     for sub in ast.walk(expr):
         if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.comprehension)):
@@ -104,8 +130,3 @@ def _from_values(
             if sub.id not in globals_ and not hasattr(builtins, sub.id):
                 return False
     return True
-
-
-def _where(owner: ClassVal, call: ast.Call) -> str:
-    rel = owner.module.relpath if owner.module is not None else "?"
-    return f"{rel}:{call.lineno}"
