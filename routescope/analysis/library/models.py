@@ -1,6 +1,7 @@
 """Every library model module, imported for what importing it registers."""
 
 from routescope.analysis.library import (
+    copying,
     environ,
     files,
     functools,
@@ -17,6 +18,7 @@ from routescope.analysis.library import (
 )
 
 __all__ = [
+    "copying",
     "environ",
     "files",
     "functools",
