@@ -23,7 +23,7 @@ from routescope.analysis.engine.values import (
     describe,
 )
 from routescope.analysis.phases.handed import handed
-from routescope.analysis.phases.model import ModelSite, _init_bodies
+from routescope.analysis.phases.model import ModelSite, init_bodies
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.setup import PHASE_STEPS, run_phase
 from routescope.analysis.phases.trace import resolve_entry
@@ -195,7 +195,7 @@ def build_block(
     if isinstance(above, ClassVal):
         # what the parent hands it beyond the values: the ones that follow from the values
         # are passed; the others take their defaults, said in a note
-        more = handed(engine, above, cls, values, _init_bodies(above))
+        more = handed(engine, above, cls, values, init_bodies(above))
         kwargs.update(more.known)
         if more.left and notes is not None:
             notes.append(

@@ -247,7 +247,7 @@ def find_block(
         (models or {}).get("inner_model"),
         lambda arch: _looked_up(engine, lookup, arch)[0] if lookup else None,
         _static_values,
-        _init_bodies,
+        init_bodies,
     )
     # the classes each constructor calls first (the chain is then the one that builds the
     # block); failing that, the classes it names too (a layer class handed to a base model)
@@ -307,7 +307,7 @@ def _calls_builder(engine: Engine, cls: ClassVal, builders: set[ast.AST], depth:
     the framework it calls (`depth` levels): FusedMoEFactory(...) -> create_fused_moe_router."""
     if not builders:
         return False
-    functions = _init_bodies(cls)
+    functions = init_bodies(cls)
     seen: set[int] = set()
     for _ in range(depth + 1):
         nxt = []
@@ -323,7 +323,7 @@ def _calls_builder(engine: Engine, cls: ClassVal, builders: set[ast.AST], depth:
     return False
 
 
-def _init_bodies(cls: ClassVal) -> list[tuple[ast.AST, Any]]:
+def init_bodies(cls: ClassVal) -> list[tuple[ast.AST, Any]]:
     """The constructors along `cls`'s MRO, with the methods of its own they build parts with
     (`self._init_experts(...)`, the most-derived override), each with its module."""
     inits = [owner.attrs.get("__init__") for owner in cls.mro()]
