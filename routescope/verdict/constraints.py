@@ -59,8 +59,9 @@ def scores(doc: dict[str, Any], rules: OeaRules, kernel: FunctionSource | None) 
         else str(func or "softmax")
     )
     traced = traced_value(doc, "scoring_func")
-    if traced is not None and traced[0] in ("sigmoid", "softmax"):
-        # a kernel that computes either is told which on this path (0.5.20+'s moe_fused_gate)
+    if traced is not None and isinstance(traced[0], str) and traced[0]:
+        # a kernel that computes several is told which on this path (0.5.20+'s moe_fused_gate:
+        # sigmoid, softmax or DeepSeek-V4's sqrtsoftplus)
         score, kinds = traced[0], {traced[0]}
         ev.append(traced[1])
     if has_bias:

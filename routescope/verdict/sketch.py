@@ -27,7 +27,7 @@ def sketch(
     lines = [
         "# OEA on decode steps only; shapes stay static (CUDA-graph safe)",
         f"if decode_step():  # {name['decode']}",
-        f"    s = {logits}.float().{score}(" + ("" if score == "sigmoid" else "dim=-1") + ")",
+        f"    s = {_score_expr(score, logits)}",
         f"    rank = s + {name['correction_bias']}" if biased else "    rank = s",
         f"    k = topk_ids.shape[1]  # {k} here" if k else "    k = topk_ids.shape[1]",
         f"    routed_ids = topk_ids{cols}",
@@ -91,7 +91,11 @@ def from_constraints(
         k if isinstance(k, int) else None,
         s if isinstance(s, int) else 0,
         biased,
-        "sigmoid" if biased or func == "sigmoid" else "softmax",
+        "sqrtsoftplus"
+        if func == "sqrtsoftplus"
+        else "sigmoid"
+        if biased or func == "sigmoid"
+        else "softmax",
         r if isinstance(r, bool) else None,
         on if isinstance(on, bool) else None,
         isinstance(g, int) and g > 1,
@@ -99,3 +103,15 @@ def from_constraints(
         logits,
         names,
     )
+
+
+# the router's scores from its logits, by scoring function (sqrtsoftplus: DeepSeek-V4)
+_SCORES = {
+    "sigmoid": "{}.float().sigmoid()",
+    "softmax": "{}.float().softmax(dim=-1)",
+    "sqrtsoftplus": "torch.nn.functional.softplus({}.float()).sqrt()",
+}
+
+
+def _score_expr(score: str, logits: str) -> str:
+    return _SCORES.get(score, _SCORES["softmax"]).format(logits)

@@ -184,3 +184,20 @@ def test_online_fp8_on_trtllm_names_the_assert_that_stops_the_kernel() -> None:
     assert any("`assert quant_info.w13_input_scale is not None` fails at" in n
                and "flashinfer_trtllm.py" in n for n in disp["notes"])  # fmt: skip
     assert doc["verdict"]["insertable"] is False
+
+
+def test_a_sqrtsoftplus_router_gets_its_own_scores_in_the_sketch() -> None:
+    """DeepSeek-V4 routes by sqrt(softplus(logits)) (sglang 0.5.23 moe_fused_gate.py:108
+    SCORING_FUNC 1): the sketch computes that, not the sigmoid of the biased routers, and is
+    valid Python; sigmoid and softmax are unchanged."""
+    import ast
+
+    from routescope.verdict.sketch import sketch
+
+    kw = {"k": 6, "shared": 0, "renorm": True, "scale": True, "grouped": False, "pad": None}
+    v4 = sketch("", biased=True, score="sqrtsoftplus", logits="router_logits", **kw)  # type: ignore[arg-type]
+    assert "softplus(router_logits.float()).sqrt()" in v4 and "sigmoid" not in v4
+    ast.parse(v4)
+    assert "router_logits.float().sigmoid()" in sketch("", biased=True, score="sigmoid",
+                                                       logits="router_logits", **kw)  # type: ignore[arg-type]  # fmt: skip
+    assert ".softmax(dim=-1)" in sketch("", biased=False, score="softmax", logits="x", **kw)  # type: ignore[arg-type]
