@@ -20,14 +20,14 @@ class Budget:
     """Limits that end a path as Unknown. Work is counted in evaluation steps (expressions and
     statements), not seconds, so the same inputs give the same report on a loaded machine; a
     wall-clock deadline remains only as a last guard against a runaway analysis. It sits far
-    above what the step budgets allow: at 120 s, vLLM 0.33.0's DeepSeek-R1 FP8 trace on SM90
-    (87 s alone) forked on a machine busy with two other traces (196 s), the answer depending
-    on the load."""
+    above what the step budgets allow, so an answer never depends on the machine's load."""
 
     def __init__(
         self,
         max_paths: int = 256,
         max_depth: int = 28,
+        # (at 120 s, vLLM 0.33.0's DeepSeek-R1 FP8 trace on SM90, 87 s alone, forked on a box
+        # busy with two other traces, 196 s)
         seconds: float = 900.0,
         loop_limit: int = 64,
     ) -> None:
