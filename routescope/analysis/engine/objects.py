@@ -133,9 +133,10 @@ class ObjectsMixin(EngineBase):
                     return [(st, found)]
                 if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
                     return [(st, Register(obj))]  # self.register_buffer("bias", t): a field
-                written = st.field(obj, "data")  # `p.data = t` replaced its tensor
-                data = written if isinstance(written, Tensor) else self.tensor_data.get(id(obj))
-                if data is not None and name in TENSOR_MEMBERS:  # a tensor subclass's tensor
+                data = self.tensor_data.get(id(obj)) if name in TENSOR_MEMBERS else None
+                if data is not None:  # a tensor subclass is its tensor (`p.data = t`: t)
+                    written = st.field(obj, "data")
+                    data = written if isinstance(written, Tensor) else data
                     return [(st, data)] if name == "data" else self.attribute(st, data, name)
                 getattr_hook = obj.cls.lookup("__getattr__") if hook else None
                 if isinstance(getattr_hook, FunctionVal) and not name.startswith("__"):

@@ -10,6 +10,7 @@ from typing import Any
 
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.values import ClassVal, FunctionVal, Value
+from routescope.analysis.phases.trace import resolve_entry
 
 
 def inner_models(
@@ -22,8 +23,8 @@ def inner_models(
     """For the model search: the classes a constructor builds through the rules' inner-model
     function, each architecture it names (a literal list) looked up as the release looks it
     up; nothing when the rules name no such function or the release has none."""
-    fn = _function(engine, rule["function"]) if rule else None
-    if rule is None or fn is None:
+    fn = resolve_entry(engine, rule["function"]) if rule else None
+    if rule is None or not isinstance(fn, FunctionVal) or fn.node is None:
         return lambda cls: []
     keyword = rule.get("architectures", "architectures")
 
@@ -48,14 +49,6 @@ def inner_models(
         return out
 
     return built
-
-
-def _function(engine: Engine, entry: str) -> FunctionVal | None:
-    module, _, qual = entry.partition(":")
-    mod = engine.load_module(module)
-    fn = mod.globals.get(qual) if mod is not None and mod.error is None else None
-    got = engine.resolved(fn) if fn is not None else None
-    return got if isinstance(got, FunctionVal) and got.node is not None else None
 
 
 def _names(call: ast.Call, keyword: str) -> list[str]:

@@ -119,23 +119,17 @@ def _constructed(engine: Engine, cls: ClassVal, called_only: bool = False) -> li
     (a decoder-layer class handed to a base model's constructor), lambdas included;
     `called_only`: the classes it calls."""
     out: list[ClassVal] = []
-    bodies = [owner.attrs.get("__init__") for owner in cls.mro()]
-    # the methods of its own an __init__ builds parts with (`self.model = self._init_model(..)`,
-    # the most-derived override): scanned as part of the constructor
-    for init in list(bodies):
-        node = getattr(init, "node", None)
-        for sub in ast.walk(node) if node is not None else ():
-            if _self_call(sub):
-                method = cls.lookup(sub.func.attr)  # type: ignore[attr-defined]
-                if isinstance(method, ClassVal):  # `self.model_cls(...)`: a class it builds
-                    if method.node is not None and method not in out and method is not cls:
-                        out.append(method)
-                elif getattr(method, "node", None) is not None and method not in bodies:
-                    bodies.append(method)
-    for init in bodies:
-        node = getattr(init, "node", None)
-        module = getattr(init, "module", None)
-        if node is None or module is None:
+    # the constructors, with the methods of their own they build parts with, scanned as one
+    bodies = init_bodies(cls)
+    inits = {id(getattr(owner.attrs.get("__init__"), "node", None)) for owner in cls.mro()}
+    for node, _ in bodies:
+        for sub in ast.walk(node) if id(node) in inits else ():
+            method = cls.lookup(sub.func.attr) if _self_call(sub) else None  # type: ignore[attr-defined]
+            # `self.model_cls(...)`: a class it builds
+            if isinstance(method, ClassVal) and method.node is not None and method is not cls:
+                out += [method] if method not in out else []
+    for node, module in bodies:
+        if module is None:
             continue
         st = PathState(envs=[module.globals])
         for cls_val in _imported_here(engine, module, node):  # `from m import C` in __init__
