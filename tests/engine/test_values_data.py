@@ -26,3 +26,16 @@ def test_named_values_are_their_names() -> None:
     assert as_data(EnumMember(cls, "STANDARD", Const(1))) == ("enum", "Fmt.STANDARD")
     assert as_data(cls) == ("class", "m:Fmt")
     assert as_data(External("torch.float32")) == ("external", "torch.float32")
+
+
+def test_merged_origins_are_each_fact_once_in_the_order_first_seen() -> None:
+    from routescope.analysis.engine.values import merge_origins
+
+    a = Const(1, ("config.json n_group", "--tp", "config.json n_group"))
+    b = Const(2, ("--tp", "the rules", "config.json topk_group"))
+    assert merge_origins(a, b) == (
+        "config.json n_group", "--tp", "the rules", "config.json topk_group"
+    )  # fmt: skip
+    assert merge_origins(a) == ("config.json n_group", "--tp")
+    assert merge_origins(Const(3, ("--tp",))) == ("--tp",)
+    assert merge_origins() == () and merge_origins(Const(4)) == ()

@@ -128,27 +128,39 @@ class ConditionsMixin(EngineBase):
         return vals[0] if len(truths) == 1 else Unknown("several outcomes", kind=UnknownKind.JOINED)
 
     record_inputs: bool = True  # off while evaluating set-up code nobody reads decision by decision
+    _names_in: dict[int, tuple[ast.expr, list[tuple[ast.expr, str]]]]
 
     def inputs(self, st: PathState, test: ast.expr) -> list[Input]:
         if not self.record_inputs:
             return []
-        seen: set[str] = set()
         out: list[Input] = []
+        for sub, text in self._input_names(test):
+            if len(out) >= 12:
+                break
+            v = self.peek(st, sub)
+            if v is None or isinstance(v, (FunctionVal, ClassVal, ModuleVal)):
+                continue
+            if isinstance(v, External) and not v.origins:
+                continue
+            out.append(Input(text, describe(v), v.origins, as_data(v)))
+        return out
+
+    def _input_names(self, test: ast.expr) -> list[tuple[ast.expr, str]]:
+        """The names and attribute chains a condition reads, each text once, in walk order:
+        found once per condition (a guard in a loop or a function called again is walked
+        once, not at every evaluation)."""
+        known = self._names_in.get(id(test))
+        if known is not None and known[0] is test:
+            return known[1]
+        found: dict[str, ast.expr] = {}
         for sub in ast.walk(test):
             if isinstance(sub, (ast.Name, ast.Attribute)) and not isinstance(
                 getattr(sub, "ctx", None), ast.Store
             ):
-                text = self.source_text(sub)
-                if text in seen or len(out) >= 12:
-                    continue
-                seen.add(text)
-                v = self.peek(st, sub)
-                if v is None or isinstance(v, (FunctionVal, ClassVal, ModuleVal)):
-                    continue
-                if isinstance(v, External) and not v.origins:
-                    continue
-                out.append(Input(text, describe(v), v.origins, as_data(v)))
-        return out
+                found.setdefault(self.source_text(sub), sub)
+        names = [(sub, text) for text, sub in found.items()]
+        self._names_in[id(test)] = (test, names)  # the node is kept: its id stays its own
+        return names
 
 
 def _known_truth(v: Value, truthy: bool) -> Value:

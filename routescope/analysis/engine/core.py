@@ -92,6 +92,7 @@ class Engine(
         # own loader builds it): called with the path, the arguments and the call node
         self.construct_hooks: dict[ClassVal, Any] = {}
         self._texts: dict[int, tuple[ast.AST, str]] = {}  # id(node) -> (node, its source)
+        self._names_in: dict[int, tuple[ast.expr, list[tuple[ast.expr, str]]]] = {}
         # set-up code that raises for want of runtime state no phase builds (process groups
         # and ranks of a running worker): a call that raises uncaught reads as returning an
         # unknown value, while `tolerant` (see phases/setup.run_phase)
