@@ -292,20 +292,45 @@ def test_a_checkpoint_with_remote_code_is_served_from_it_and_never_run(
 
 
 @pytest.mark.network
-def test_a_model_served_through_the_transformers_backend_says_so(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_a_model_served_through_the_transformers_backend_is_traced_in_the_library_code() -> None:
     """dots.llm1 (Dots1ForCausalLM) has no SGLang class in 0.5.23: get_model_architecture sends
-    it to resolve_transformers_arch (model_loader/utils.py:111), which serves it through the
-    Transformers backend with transformers' own Dots1 modeling code (transformers 5.19.0, which
-    0.5.23 pins, defines the class at models/dots1/modeling_dots1.py:539). That router is not
-    traced: one line that says so and where, not "no model class", exit 2."""
-    dots = str(CONFIGS / "rednote-hilab--dots.llm1.base.json")
-    code = main(["inspect", dots, "--framework", "sglang==0.5.23", "--gpu", "sm120"])
-    err = capsys.readouterr().err
-    assert code == 2 and err.strip().count("\n") == 0
-    assert "Transformers backend" in err and "sglang/srt/model_loader/utils.py:111" in err
-    assert "transformers==5.19.0 transformers/models/dots1/modeling_dots1.py:539" in err
+    it to resolve_transformers_arch (model_loader/utils.py:230-231), which serves it through
+    TransformersMoEForCausalLM (utils.py:79-100) with transformers' own Dots1 code (5.19.0, the
+    release's pin). The backend swaps the block's 3-D `experts` for TransformersFusedMoE
+    (models/transformers.py:1255-1300); the block's router is transformers' Dots1TopkRouter:
+    sigmoid scores plus the correction bias, torch.topk (modeling_dots1.py:284-309). The
+    trace goes through the library's code to the kernel, and OEA goes in the block's forward
+    right after it binds the ids and weights (modeling_dots1.py:369)."""
+    report = api.inspect(
+        api.InspectRequest(
+            model=str(CONFIGS / "rednote-hilab--dots.llm1.base.json"),
+            framework="sglang==0.5.23",
+            gpu="sm120",
+            tp=8,
+        )
+    )
+    d = report["dispatch"]
+    assert d["status"] == "selected", d["notes"]
+    (path,) = d["paths"]
+    sink = path["sink"]
+    assert (sink["name"], sink["kind"]) == ("torch.topk", "torch")
+    assert sink["file"] == "transformers/models/dots1/modeling_dots1.py"
+    assert sink["called_from"].endswith("modeling_dots1:Dots1TopkRouter.forward")
+    assert d["model_class"] == "sglang.srt.models.transformers:TransformersMoEForCausalLM"
+    assert d["block_class"] == "transformers.models.dots1.modeling_dots1:Dots1MoE"
+    frames = [f["function"] for f in path["frames"]]
+    assert "sglang.srt.models.transformers:TransformersFusedMoE.forward" in frames
+    assert "sglang.srt.layers.moe.fused_moe_triton.layer:FusedMoE.forward" in frames
+    assert d["router"]["top_k"]["value"] == 6
+    verdict = report["verdict"]
+    assert verdict["insertable"] is True
+    point = verdict["insertion_point"]
+    assert point["function"] == "transformers.models.dots1.modeling_dots1:Dots1MoE.forward"
+    assert point["insert_after_line"] == 369
+    scores = next(c for c in verdict["constraints"] if c["id"] == "OEA102")
+    assert scores["finding"].startswith("rank by sigmoid(router_logits) + correction_bias")
+    columns = next(c for c in verdict["constraints"] if c["id"] == "OEA101")
+    assert columns["finding"] == "all 6 columns of topk_ids are routed experts"
 
 
 @pytest.mark.network

@@ -37,6 +37,20 @@ class Index:
         self._bindings: dict[str, dict[str, list[Binding]]] = {}
         self._decorators: dict[str, dict[str, frozenset[str]]] = {}  # directory -> module -> names
 
+    def overlay(self, other: SourceTree, prefix: str) -> None:
+        """Serve the directory `prefix` of another distribution beside this tree's modules (the
+        library classes a generic backend builds a model from); its modules are parsed on
+        demand like the others, and its files read from `other`."""
+        from routescope.source.tree import OverlaidTree
+
+        if any(relpath.startswith(prefix) for relpath in self._paths.values()):
+            return  # already there (or the tree has it itself)
+        self.tree = OverlaidTree(self.tree, other, prefix)  # type: ignore[assignment]
+        for relpath in other.files():
+            name = module_name(relpath) if relpath.startswith(prefix) else None
+            if name is not None:
+                self._paths[name] = relpath
+
     def module_names(self) -> list[str]:
         return sorted(self._paths)
 

@@ -73,3 +73,37 @@ class SourceTree(Protocol):
     def metadata(self) -> Metadata:
         """The distribution's parsed METADATA."""
         ...
+
+
+class OverlaidTree:
+    """A framework's source with one directory of another distribution's beside it (the
+    library a generic backend takes a model's classes from: transformers' `models/dots1/`
+    next to the serving framework). Everything else, its name, version, origin, metadata and
+    fingerprint among it, is the framework's: the library's version is the one the framework
+    pins, so the framework's fingerprint decides it."""
+
+    def __init__(self, base: SourceTree, other: SourceTree, prefix: str) -> None:
+        self.base, self.other, self.prefix = base, other, prefix.rstrip("/") + "/"
+        self._own = [f for f in other.files() if f.startswith(self.prefix)]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.base, name)
+
+    def files(self) -> list[str]:
+        return [*self.base.files(), *self._own]
+
+    def read_bytes(self, relpath: str) -> bytes:
+        tree = self.other if relpath.startswith(self.prefix) else self.base
+        return tree.read_bytes(relpath)
+
+    def prefetch(self, relpaths: Iterable[str]) -> None:
+        paths = list(relpaths)
+        self.other.prefetch([p for p in paths if p.startswith(self.prefix)])
+        self.base.prefetch([p for p in paths if not p.startswith(self.prefix)])
+
+    def metadata(self) -> Metadata:
+        return self.base.metadata()
+
+    def origin_of(self, relpath: str) -> str:
+        """Where a file comes from: the library's own origin for the overlaid directory."""
+        return self.other.origin if relpath.startswith(self.prefix) else self.base.origin

@@ -19,7 +19,7 @@ from routescope.verdict.facts import (
 from routescope.verdict.point import Point, calls_in, find_point, following
 from routescope.verdict.rules import OeaRules, load_oea_rules
 from routescope.verdict.sketch import from_constraints
-from routescope.verdict.source import function_at, function_named, open_index
+from routescope.verdict.source import FunctionSource, function_at, function_named, open_index
 from routescope.verdict.switch import find_switch, returned, switch_from_router
 
 
@@ -226,7 +226,7 @@ def _callee_calls(
         fn = function_at(index, frame["file"], frame["line"]) if frame else None
         if fn is not None:
             out += find_calls(fn, qual, names, path["decisions"], traced=True)
-    kernel = function_named(index, path["sink"]["name"])
+    kernel = sink_function(index, path["sink"])
     if kernel is not None:
         out += find_calls(kernel, path["sink"]["name"], names, path["decisions"], traced=False)
     return out
@@ -240,7 +240,7 @@ def _constraints(
     fw: dict[str, Any],
     point: Point,
 ) -> list[dict[str, Any]]:
-    kernel = function_named(index, path["sink"]["name"])
+    kernel = sink_function(index, path["sink"])
     callers = _callers(path, point)
     remaps = _callee_calls(path, index, point, fw["calls"]["remap"])
     masks = _callee_calls(path, index, point, fw["calls"]["pad_mask"])
@@ -250,7 +250,7 @@ def _constraints(
     ]
     return [
         C.routed_columns(doc, rules),
-        C.scores(doc, rules, kernel),
+        C.scores(doc, rules, kernel, fw["tensors"].get("bias", [])),
         C.renormalise(doc, rules),
         C.scaling(doc, rules),
         C.groups(doc, rules),
@@ -282,3 +282,12 @@ def _callers(path: dict[str, Any], point: Point) -> list[dict[str, Any]]:
             None,
         )
     return out
+
+
+def sink_function(index: Index, sink: dict[str, Any]) -> FunctionSource | None:
+    """The Python function the routing kernel is: the sink itself when it is a function in the
+    tree; for a torch op (torch.topk in a router that is torch ops), the function calling it."""
+    found = function_named(index, sink["name"])
+    if found is None and sink.get("kind") == "torch" and sink.get("called_from"):
+        found = function_named(index, sink["called_from"])
+    return found

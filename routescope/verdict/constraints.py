@@ -43,11 +43,20 @@ def routed_columns(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
     )
 
 
-def scores(doc: dict[str, Any], rules: OeaRules, kernel: FunctionSource | None) -> dict[str, Any]:
+def scores(
+    doc: dict[str, Any],
+    rules: OeaRules,
+    kernel: FunctionSource | None,
+    bias_names: list[str] | tuple[str, ...] = (),
+) -> dict[str, Any]:
     func, func_src = routing_field(doc, "scoring_func")
     _bias_value, bias_raw, _ = setting(doc, "correction_bias")
     has_bias = known(bias_raw) and bias_raw != "None"
     ev = [f"model scoring_func = {func} ({func_src})", cite_setting(doc, "correction_bias")]
+    read = _bias_reads(kernel, bias_names) if kernel and not has_bias else []
+    if read:  # a router that is Python reads its correction bias itself
+        has_bias = True
+        ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in read]  # type: ignore[union-attr]
     seen = _score_calls(kernel) if kernel else []
     ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in seen] if kernel else []
     kinds = {name for name, _ in seen}
@@ -74,6 +83,16 @@ def scores(doc: dict[str, Any], rules: OeaRules, kernel: FunctionSource | None) 
     if kinds and str(func) not in kinds:
         finding += f" (the kernel computes {score}; the config says {func})"
     return _c(rules, "scores", finding, ev)
+
+
+def _bias_reads(fn: FunctionSource, names: list[str] | tuple[str, ...]) -> list[tuple[str, int]]:
+    """Reads of a correction bias (`self.e_score_correction_bias`) in the router's own code."""
+    out = {
+        (node.attr, node.lineno)
+        for node in ast.walk(fn.node)
+        if isinstance(node, ast.Attribute) and any(node.attr.endswith(n) for n in names)
+    }
+    return sorted(out, key=lambda x: x[1])
 
 
 def _score_calls(fn: FunctionSource) -> list[tuple[str, int]]:

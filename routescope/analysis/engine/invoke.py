@@ -29,7 +29,7 @@ from routescope.analysis.engine.sinks import (
     role_of,
     routing_producer,
 )
-from routescope.analysis.engine.state import RECORDING, Frame, PathState, Reads, SinkHit
+from routescope.analysis.engine.state import RECORDING, Frame, PathState, Reads, SinkHit, class_of
 from routescope.analysis.engine.tensors import (
     METHOD_DTYPES,
     SAME_DTYPE,
@@ -127,9 +127,10 @@ class InvokeMixin(EngineBase):
         if gate is not None and gate[0] is fn:  # the router's gate (the object itself, kept)
             return [(st, gate[1])]
         if isinstance(fn, Instance) and fn.cls is not None:  # calling an object: its __call__,
-            method = fn.cls.lookup("__call__")  # or, a torch module, its forward
-            if method is None and any(b in MODULE_BASES for b in fn.cls.external_bases()):
-                method = fn.cls.lookup("forward")
+            cls = class_of(st, fn)  # or, a torch module, its forward
+            method = cls.lookup("__call__")
+            if method is None and any(b in MODULE_BASES for b in cls.external_bases()):
+                method = cls.lookup("forward")
             if isinstance(method, FunctionVal):
                 return self.call(st, method.bind(fn), args, kwargs, node)
         if isinstance(fn, External):

@@ -21,7 +21,7 @@ from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, new_
 from routescope.analysis.engine.imports import LazyName
 from routescope.analysis.engine.methods import ContainerMethod
 from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
-from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.state import PathState, class_of
 from routescope.analysis.engine.stmts import GLOBALS_KEY
 from routescope.analysis.engine.tensors import TENSOR_MEMBERS, TensorMethod
 from routescope.analysis.engine.values import (
@@ -42,6 +42,7 @@ from routescope.analysis.library.builtins import (
     builtin_names,
     const_attribute,
 )
+from routescope.analysis.library.modules import MODULE, TREE_METHODS, ModuleTree, is_module
 
 # every name Python's builtins module binds (an unknown builtin's result is opaque)
 _BUILTINS = (
@@ -125,14 +126,19 @@ class ObjectsMixin(EngineBase):
                 return [(st, got)]
             if name == "__dict__" and obj.cls is not None:
                 return [(st, records.instance_dict(obj.cls, st.fields(obj)))]
+            if name == "__class__" and obj.cls is not None:
+                return [(st, obj.cls)]  # (one assigned to the object is its field, above)
             if obj.cls is not None:
-                found = self.class_lookup(st, obj.cls, name)
+                cls = class_of(st, obj)
+                found = self.class_lookup(st, cls, name)
                 if isinstance(found, FunctionVal):
-                    return self._method(st, found, obj, obj.cls)
+                    return self._method(st, found, obj, cls)
                 if found is not None:
                     return [(st, found)]
                 if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
                     return [(st, Register(obj))]  # self.register_buffer("bias", t): a field
+                if name in TREE_METHODS and is_module(obj):  # module.named_children()
+                    return [(st, ModuleTree(obj, name))]
                 data = self.tensor_data.get(id(obj)) if name in TENSOR_MEMBERS else None
                 if data is not None:  # a tensor subclass is its tensor (`p.data = t`: t)
                     written = st.field(obj, "data")
@@ -199,6 +205,11 @@ class ObjectsMixin(EngineBase):
                 return [(st, External(obj.dtype))]
             if name == "ndim" and obj.shape is not None:
                 return [(st, Const(len(obj.shape)))]
+            if name in TREE_METHODS and (obj.nn or "").startswith(MODULE):
+                return [(st, ModuleTree(obj, name))]  # a torch.nn module's tree
+            fact = self.facts.attribute_fact(f"torch.Tensor.{name}") if self.tracing else None
+            if fact is not None:  # what every tensor the decode step is handed has (its device)
+                return [(st, fact)]
             return [(st, TensorMethod(obj, name))]
         if isinstance(obj, Const):
             return [(st, const_attribute(obj, name))]
@@ -273,14 +284,16 @@ class ObjectsMixin(EngineBase):
         receiver, owner, fn = frame_self[-1]
         if receiver is None or "staticmethod" in fn.decorators:
             receiver = self._first_argument(st, fn)
+        # the receiver's class on this path (one assigned to its __class__ included)
+        now = class_of(st, receiver) if isinstance(receiver, Instance) and receiver.cls else None
         if owner is None and receiver is not None:
-            owner = _defining(receiver, fn)
+            owner = _defining(now or receiver, fn)
         if owner is None or receiver is None:
             return Unknown("super() without a class", kind=UnknownKind.UNSUPPORTED)
         if isinstance(receiver, ClassVal) and owner in receiver.mro():
             mro = receiver.mro()  # a class method's class: its MRO, after the owner
         else:
-            mro = (receiver.cls if isinstance(receiver, Instance) and receiver.cls else owner).mro()
+            mro = (now or owner).mro()
         rest = mro[mro.index(owner) + 1 :] if owner in mro else []
         proxy = ClassVal(f"super({owner.qualname})", None, None, tuple(rest))
         proxy.__dict__["_mro"] = [proxy, *rest]  # the receiver's MRO after the owner, as is

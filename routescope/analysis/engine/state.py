@@ -291,3 +291,12 @@ def _read_name(obj: Value, name: str, got: Value | None) -> None:
     """One name of an object read (a field, a global): recorded as (name, value)."""
     for r in RECORDING:
         r.reads.setdefault(hash((id(obj), name)), (obj, (name, got)))
+
+
+def class_of(st: PathState, obj: Instance) -> ClassVal:
+    """The class `obj` is an instance of on this path: its own, or one assigned to its
+    `__class__` (a wrapper subclass swapped in after the object was built)."""
+    assigned = (
+        st.field(obj, "__class__") if "__class__" in st.heap.get(id(obj), obj.fields) else None
+    )
+    return assigned if isinstance(assigned, ClassVal) else obj.cls  # type: ignore[return-value]

@@ -110,7 +110,7 @@ class Tensor(Value):
     """An abstract tensor: only the facts that guards look at, and which sink produced it
     (the first routing kernel that wrote it, directly or in place)."""
 
-    __slots__ = ("contiguous", "dtype", "made_at", "producer", "role", "shape")
+    __slots__ = ("contiguous", "dtype", "made_at", "nn", "producer", "role", "shape")
 
     def __init__(
         self,
@@ -131,6 +131,9 @@ class Tensor(Value):
         # (function, file, line) of the framework code whose torch ops computed it, when no
         # routing kernel did: plain torch routing (a custom routing function) is still a sink
         self.made_at = made_at
+        # what torch.nn made of it (library/modules.py): "parameter", "buffer", or
+        # "module:torch.nn.Linear" for a value standing for a torch.nn module; None: a tensor
+        self.nn: str | None = None
 
     def __repr__(self) -> str:
         return f"Tensor({self.shape}, {self.dtype})"

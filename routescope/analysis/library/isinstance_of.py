@@ -13,6 +13,7 @@ from routescope.analysis.engine.containers import (
     TupleVal,
 )
 from routescope.analysis.engine.tensors import DTYPES
+from routescope.analysis.engine.tensors import PARAMETER as PARAMETER_CLASSES
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -25,6 +26,13 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library.modules import MODULE, PARAMETER, torch_module
+from routescope.analysis.library.records import MODULE_BASES
+
+_NN_BASES = MODULE_BASES | PARAMETER_CLASSES
+# library bases whose ancestry holds no torch.nn class (ABCMeta's isinstance of a concrete
+# class is the plain one)
+_PLAIN_BASES = {"abc.ABC", "object", "typing.Generic"}
 
 # marker objects libraries define, with their classes: an instance of nothing else
 SENTINELS = {
@@ -68,6 +76,11 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
         return Unknown(f"isinstance of a {own} against an abstract class",
                        kind=UnknownKind.UNSUPPORTED)  # fmt: skip
     for t in targets:
+        made = _torch_nn(obj, t)
+        if made is not None:
+            if made:
+                return Const(True)
+            continue
         builtin_types = {
             "int": int,
             "float": float,
@@ -184,6 +197,32 @@ _ANCESTORS = {
     "enum.Flag": ("enum.Flag", "enum.Enum"),
     "enum.IntFlag": ("enum.IntFlag", "enum.Flag", "enum.Enum", "enum.ReprEnum"),
 }
+
+
+def _torch_nn(obj: Value, t: Value) -> bool | None:
+    """isinstance against a concrete torch.nn class (`torch.nn.Linear`, `torch.nn.ModuleList`,
+    `torch.nn.Module`, `torch.nn.Parameter`): plain classes, no instance or subclass hooks.
+    A framework class whose only library base is torch.nn.Module is a Module and none of the
+    others (Module's ancestry is just object); a value torch.nn made is what made it (a
+    Linear is a Linear and a Module; a Lazy* class derives from its eager one: not told)."""
+    if not isinstance(t, External) or not (torch_module(t.name) or t.name in _NN_BASES):
+        return None
+    if isinstance(obj, Instance) and obj.cls is not None:
+        bases = obj.cls.external_bases()
+        if all(b in MODULE_BASES or b in _PLAIN_BASES for b in bases):
+            return t.name in MODULE_BASES and any(b in MODULE_BASES for b in bases)
+        return None
+    kind = obj.nn if isinstance(obj, Tensor) else None
+    if kind == PARAMETER:
+        return t.name in PARAMETER_CLASSES or None  # a Parameter is also a Tensor: not told
+    if kind is None or not kind.startswith(MODULE):
+        return None
+    made = kind.partition(":")[2]
+    if made == t.name or t.name in MODULE_BASES:
+        return True
+    if t.name in PARAMETER_CLASSES or not made.startswith("torch.nn.Lazy"):
+        return False
+    return None
 
 
 def _external_ancestor(bases: list[str], name: str) -> bool | None:

@@ -21,6 +21,8 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library.modules import BUFFER, MODULE, torch_module
+from routescope.analysis.library.modules import PARAMETER as PARAMETER_KIND
 from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
@@ -55,6 +57,9 @@ def _library(
     return one(st, Instance(None, {"ns": ns or Const(None)}, LIBRARY))
 
 
+BUFFERS = ("torch.nn.Buffer", "torch.nn.parameter.Buffer", "nn.Buffer")
+
+
 @models(*PARAMETER)
 def _parameter(
     eng: EngineBase,
@@ -64,7 +69,28 @@ def _parameter(
     kwargs: dict[str, Value],
     node: ast.AST | None,
 ) -> Paths | None:
-    return one(st, args[0]) if args and isinstance(args[0], Tensor) else None  # its data
+    if not args or not isinstance(args[0], Tensor):
+        return None
+    args[0].nn = PARAMETER_KIND  # a module registers it
+    return one(st, args[0])  # its data
+
+
+@models(*BUFFERS)
+def _buffer(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """torch.nn.Buffer(t) (torch 2.5+): `t`, which a module registers as a buffer, not a
+    parameter."""
+    data = args[0] if args else kwargs.get("data")
+    if not isinstance(data, Tensor):
+        return None
+    data.nn = BUFFER
+    return one(st, data)
 
 
 @models(*FACTORIES)
@@ -135,9 +161,9 @@ def _tensor_op(
     """An op on tensors: its result keeps the routing kernel that produced its inputs, or the
     router's scores it was computed from."""
     inputs = [*args, *kwargs.values()]
-    return one(
-        st,
-        Tensor(
-            producer=producer_of(inputs, st.claims), made_at=eng.made_at(node), role=role_of(inputs)
-        ),
+    made = Tensor(
+        producer=producer_of(inputs, st.claims), made_at=eng.made_at(node), role=role_of(inputs)
     )
+    if torch_module(name):  # torch.nn.Linear(...): a module the parent registers
+        made.nn = f"{MODULE}:{name}"
+    return one(st, made)

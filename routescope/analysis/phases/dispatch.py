@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from routescope.analysis.engine.budget import Budget, few_collections
 from routescope.analysis.engine.core import Engine
@@ -41,6 +41,12 @@ from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, 
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
 from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, pinned_versions
+from routescope.analysis.phases.library import (
+    LibraryModel,
+    build_library_block,
+    library_model,
+    library_router_state,
+)
 from routescope.analysis.phases.loader import (
     build_quant_config,
     reported_args,
@@ -162,16 +168,30 @@ def trace_dispatch(
             "config.json has no architectures: the framework "
             "picks the model class by architectures[0]",
         )
-    model_cls = find_model_class(
-        engine,
-        rules.data["models"],
-        arch,
-        spec.model_type.value if isinstance(spec.model_type.value, str) else None,
-        _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map")),
-    )
-    built_by = tuple(rules.data["router"].get("built_by", ()))
-    site = find_block(engine, model_cls, router_cls, built_by, models=rules.data["models"])
-    facts.bindings["server_model_config"] = server_model_config(engine, rules, server_args, notes)
+    model_type = spec.model_type.value if isinstance(spec.model_type.value, str) else None
+    library: LibraryModel | None = None
+    try:
+        model_cls = find_model_class(
+            engine,
+            rules.data["models"],
+            arch,
+            model_type,
+            _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map")),
+        )
+    except RoutescopeError as refused:  # no class of its own: its generic backend, if it can
+        facts.bindings["server_model_config"] = server_model_config(
+            engine, rules, server_args, notes
+        )
+        library = library_model(engine, rules, arch, model_type, refused)
+        model_cls = library.site.model_class
+    if library is None:
+        built_by = tuple(rules.data["router"].get("built_by", ()))
+        site = find_block(engine, model_cls, router_cls, built_by, models=rules.data["models"])
+        facts.bindings["server_model_config"] = server_model_config(
+            engine, rules, server_args, notes
+        )
+    else:
+        site = library.site
     quant = served_quantization(
         engine, rules, server_args, dep.quant or spec.quantization.value, notes
     )
@@ -197,10 +217,16 @@ def trace_dispatch(
     facts.bindings["model_class"] = model_cls
     facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
     facts.bindings["quant_config"] = quant_config
-    run_model_init(engine, rules, site, {**values, "config": served}, notes)
-    built = build_block(engine, site, values, router_cls, notes)
-    built = after_loading(engine, rules.data["models"].get("after_loading"), built)
     hidden = _hidden_states(spec, config)
+    if library is None:
+        run_model_init(engine, rules, site, {**values, "config": served}, notes)
+        built = build_block(engine, site, values, router_cls, notes)
+    else:
+        gate = (Const(spec.num_experts.value), hidden.shape[-1] if hidden.shape else Const(None))
+        built = build_library_block(
+            engine, rules, library, {**values, "config": served}, notes, gate
+        )
+    built = after_loading(engine, rules.data["models"].get("after_loading"), built)
     paths: list[TracedPath] = []
     router_states: list[RouterState] = []
     done: list[tuple[PathState, Reads, tuple[Value, ...], list[TracedPath]]] = []
@@ -209,7 +235,11 @@ def trace_dispatch(
             why = router.reason if isinstance(router, Unknown) else "the block built no router"
             paths.append(TracedPath((), (), None, "stop", "", why, (), tuple(bst.decisions)))
             continue
-        state = read_router_state(bst, router)
+        state = (
+            read_router_state(bst, router)
+            if library is None
+            else library_router_state(engine, rules, bst, block)
+        )
         if state is not None:
             router_states.append(state)
         n = spec.num_experts.value
@@ -218,7 +248,12 @@ def trace_dispatch(
             "torch.float32",
             role="scores",
         )
-        fn, args, what = decode_entry(engine, rules, bst, block, router, hidden, logits)
+        fn, args, what = (
+            decode_entry(engine, rules, bst, block, router, hidden, logits)
+            if library is None
+            else (engine.attribute(bst, block, "forward")[0][1], [cast(Value, hidden)],
+                  f"the library block's decode forward ({site.block_class.qualname})")
+        )  # fmt: skip
         roots = (fn, *args, block, hidden)
         # ways through the build that made alike layers (they differ in what the decode
         # never reads) decode alike: traced once, the answer replayed (engine/replay.py)
@@ -227,7 +262,9 @@ def trace_dispatch(
             reads = Reads()
             RECORDING.append(reads)
             try:
-                traced = decode_trace(engine, rules, bst, fn, args, what, block, hidden, notes)
+                traced = decode_trace(
+                    engine, rules, bst, fn, args, what, block, hidden, notes, library is not None
+                )
             finally:
                 RECORDING.pop()
             done.append((bst, reads, roots, traced))
@@ -268,13 +305,14 @@ def trace_dispatch(
 
 def decode_trace(
     engine: Engine, rules: FrameworkRules, bst: PathState, fn: Value, args: list[Value],
-    what: str, block: Value, hidden: Value, notes: Notes,
+    what: str, block: Value, hidden: Value, notes: Notes, whole: bool = False,
 ) -> list[TracedPath]:  # fmt: skip
     """The decode step from one way through the build: every path through the router's (or the
-    layer's) call on the scores, on into the layer it hands its result to."""
+    layer's) call on the scores, on into the layer it hands its result to. `whole`: the call is
+    the block's own forward (a library block), which routes and runs the experts itself."""
     engine.budget.push(PHASE_STEPS["trace"], "the decode trace exceeded its budget")
     engine.tracing = True
-    by_kernel = rules.data["router"].get("entry") == "consumer"
+    by_kernel = whole or rules.data["router"].get("entry") == "consumer"
     # past its first kernel that routes, a way is read only for the experts it launches:
     # ways that routed alike join early there, as the experts trace of a router does
     engine.budget.routed_merge_at = EXPERTS_MERGE_AT if by_kernel else None
@@ -286,7 +324,8 @@ def decode_trace(
         engine.tracing = False
         engine.budget.routed_merge_at = engine.budget.routed_steps = None
         engine.budget.pop()
-    traced = into_consumer(engine, rules, block, traced, notes, hidden)
+    if not whole:
+        traced = into_consumer(engine, rules, block, traced, notes, hidden)
     if by_kernel and any(p.stopped and p.sink is not None for p in traced):
         # past its first kernel that routes a way runs only the experts: the routing is
         # decided where it stopped, the kernels the experts launch are not all followed

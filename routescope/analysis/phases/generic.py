@@ -46,6 +46,26 @@ def generic_backend(
             f"(not checked: {text})")  # fmt: skip
 
 
+def library_source(
+    tree: Any, generic: dict[str, str], arch: str, model_type: str
+) -> tuple[Any, str] | str:
+    """The library's source tree at the framework's pin and the file that defines `arch`
+    there, or why not (the reason, as the refusal says it)."""
+    found, text = _library_class(tree, generic, arch, model_type)
+    if found is not True:
+        return text
+    from routescope.source.open import open_published
+
+    library = generic["library"]
+    version = tree.metadata().pinned(library)
+    offline = callable(getattr(tree, "can_fetch", None)) and not tree.can_fetch()
+    try:
+        lib = open_published(library, version, offline=offline, progress=False)
+    except RoutescopeError as exc:
+        return f"{library}=={version} not read: {exc.message}"
+    return lib, generic["library_module"].format(model_type=model_type.replace("-", "_"))
+
+
 def _library_class(
     tree: Any, generic: dict[str, str], arch: str, model_type: str | None
 ) -> tuple[bool | None, str]:
