@@ -98,3 +98,48 @@ def test_a_release_without_the_resolver_or_whose_source_fails(library: dict[str,
     assert "has no resolver fw.loader:resolve_generic" in _said(None, {})
     failed = _said(RoutescopeError("fw==1.0", "not cached, and --offline"), {})
     assert failed.endswith("could not be read: not cached, and --offline")
+
+
+def test_the_library_block_is_the_one_class_that_sets_the_replaced_child(tmp_path: Any) -> None:
+    """The backend replaces a block's `experts` child: the library block is the class whose
+    constructor sets it; none, or several, is said (which ones), never a guess."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.phases.library import _block_class
+    from tests.engine.test_engine_synthetic import make_tree
+
+    one = """
+import torch
+from torch import nn
+
+
+class Experts(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(8, 4, 4))
+
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.experts = Experts(config)
+        self.gate = nn.Linear(4, 8)
+"""
+    two = (
+        one
+        + """
+
+class OtherBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.experts: nn.Module = Experts(config)
+"""
+    )
+    engine = Engine(make_tree(tmp_path, {"one.py": one, "two.py": two}), Facts(), None)
+    found = _block_class(engine, "fw.one", "experts")
+    assert not isinstance(found, str) and found.qualname == "fw.one:Block"
+    said = _block_class(engine, "fw.two", "experts")
+    assert said == "fw.two has 2 classes that set self.experts (Block, OtherBlock), not one"
+    assert _block_class(engine, "fw.one", "shared") == (
+        "fw.one has 0 classes that set self.shared (none), not one"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -331,6 +332,13 @@ def test_a_model_served_through_the_transformers_backend_is_traced_in_the_librar
     assert scores["finding"].startswith("rank by sigmoid(router_logits) + correction_bias")
     columns = next(c for c in verdict["constraints"] if c["id"] == "OEA101")
     assert columns["finding"] == "all 6 columns of topk_ids are routed experts"
+    # the sketch names what the point has: the ids as the block binds them, the bias on the
+    # router module the block calls (self.gate), the logits said to be out of scope (OEA108)
+    sketch = verdict["sketch"]
+    compile(textwrap.dedent(sketch), "sketch", "exec")
+    assert "rank = s + self.gate.e_score_correction_bias" in sketch
+    assert "topk_indices, topk_weights = new_ids, new_w" in sketch
+    assert "# not in scope at the point (OEA108)" in sketch
 
 
 @pytest.mark.network

@@ -65,6 +65,9 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
         if sink:
             t.append(f"{sink['name']} [{sink_label(sink)}]", style="magenta")
             t.append(f" at {short_path(sink['file'])}:{sink['line']}")
+            caller = sink.get("called_from") or ""
+            if sink.get("kind") == "torch" and caller and caller != sink["name"]:
+                t.append(f" in {caller.rpartition(':')[2]}")  # a torch op: the router it is in
         else:
             t.append(path["stopped"] or "the router routes nothing here; the MoE kernel routes")
         out.append(t)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from routescope.analysis.index import Index
@@ -130,8 +131,10 @@ def assess(
     out["insertion_point"] = _point_dict(point, path, fw)
     out["constraints"] = _constraints(doc, path, index, rules, fw, point)
     pad = fw["calls"]["pad_param"] if _takes(point, fw["calls"]["pad_param"]) else None
+    scope = names_in_scope("\n".join(point.source.module.lines), point.stmt.lineno)
     logits = next(
-        (n for n in fw["tensors"]["logits"] if _takes(point, n)), fw["tensors"]["logits"][0]
+        (n for n in fw["tensors"]["logits"] if _takes(point, n) or n in scope),
+        fw["tensors"]["logits"][0],
     )
     indent = " " * (point.stmt.col_offset if not point.after else point.after.col_offset)
     out["sketch"] = from_constraints(
@@ -158,6 +161,8 @@ def _sketch_names(
     router call's argument, a name in scope, the router's attribute through the object the
     call is made on, the value the rules declare for a router without one."""
     given, on = router_call(where["before"]["text"])
+    called = _called_object(where["before"]["text"], where["router_call"]["through"])
+    on = called or on
     scope = names_in_scope("\n".join(point.source.module.lines), where["before"]["line"])
     disp = doc["dispatch"]  # the router's own names (OEA's are added for the constraints)
     router = disp.get("router_as_built") or disp.get("router") or {}
@@ -167,6 +172,14 @@ def _sketch_names(
         if flag
         else {}
     )
+    bound = {n.id for t in getattr(point.stmt, "targets", []) for n in ast.walk(t)
+             if isinstance(n, ast.Name)}  # fmt: skip
+    for role in ("ids", "weights"):  # the names the point binds them to (topk_indices)
+        found = next((n for n in fw["tensors"][role] if n in bound), None)
+        if found is not None:
+            out[role] = found
+    if not any(n in scope or _takes(point, n) for n in fw["tensors"]["logits"]):
+        out["logits_in_scope"] = "no"
     for name in ("correction_bias", "routed_scaling_factor",
                  "apply_routed_scaling_factor_on_output"):  # fmt: skip
         text = value_text(name, scope, given, on,
@@ -291,3 +304,19 @@ def sink_function(index: Index, sink: dict[str, Any]) -> FunctionSource | None:
     if found is None and sink.get("kind") == "torch" and sink.get("called_from"):
         found = function_named(index, sink["called_from"])
     return found
+
+
+def _called_object(before: str, through: list[str]) -> str | None:
+    """The object the router call is made on when the call is the object's own (`self.gate(x)`
+    runs Dots1TopkRouter.forward: the router is `self.gate`, not `self`); None otherwise."""
+    try:
+        tree = ast.parse(before.strip())
+    except SyntaxError:
+        return None
+    call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call)), None)
+    if call is None or not isinstance(call.func, ast.Attribute) or not through:
+        return None
+    method = through[0].rpartition(".")[2]
+    if method in ("forward", "__call__") and call.func.attr != method:
+        return ast.unparse(call.func)
+    return None

@@ -22,15 +22,19 @@ def sketch(
     `names`: each runtime value as source text at the point (the router call's argument, the
     name in scope, the router's attribute); `decode`, the framework's decode test."""
     name = {**NAMES, **(names or {})}
+    ids, weights = name["ids"], name["weights"]
     routed = f"k - {shared}" if shared else "k"
     cols = f"[:, :{routed}]" if shared else ""
+    unscoped = (
+        "  # not in scope at the point (OEA108)" if name.get("logits_in_scope") == "no" else ""
+    )
     lines = [
         "# OEA on decode steps only; shapes stay static (CUDA-graph safe)",
         f"if decode_step():  # {name['decode']}",
-        f"    s = {_score_expr(score, logits)}",
+        f"    s = {_score_expr(score, logits)}{unscoped}",
         f"    rank = s + {name['correction_bias']}" if biased else "    rank = s",
-        f"    k = topk_ids.shape[1]  # {k} here" if k else "    k = topk_ids.shape[1]",
-        f"    routed_ids = topk_ids{cols}",
+        f"    k = {ids}.shape[1]  # {k} here" if k else f"    k = {ids}.shape[1]",
+        f"    routed_ids = {ids}{cols}",
         "    new_ids, new_w = oea_piggyback(",
         f"        rank, s, routed_ids, k0=K0, k_max={routed},",
         f"        valid_rows={pad},  # rows past it stay -1"
@@ -52,16 +56,18 @@ def sketch(
         ]
     if shared:
         lines += [
-            f"    topk_ids{cols} = new_ids",
-            f"    topk_weights{cols} = new_w  # shared slot untouched",
+            f"    {ids}{cols} = new_ids",
+            f"    {weights}{cols} = new_w  # shared slot untouched",
         ]
     else:
-        lines += ["    topk_ids, topk_weights = new_ids, new_w"]
+        lines += [f"    {ids}, {weights} = new_ids, new_w"]
     return "\n".join(indent + line for line in lines if line)
 
 
 # what the sketch calls each value where nothing says how the point reaches it
 NAMES = {
+    "ids": "topk_ids",
+    "weights": "topk_weights",
     "decode": "the framework's decode test (routescope patch writes it)",
     "correction_bias": "correction_bias",
     "routed_scaling_factor": "routed_scaling_factor",

@@ -59,8 +59,8 @@ def library_model(
         raise refused
     index: Any = engine.index
     found = library_source(index.tree, generic, arch, model_type)
-    if isinstance(found, str):
-        raise RoutescopeError(refused.subject, f"{refused.message}; {found}")
+    if isinstance(found, str):  # (the refusal already says what the library lacks)
+        raise refused
     lib, rel = found
     directory = rel.rpartition("/")[0] + "/"
     index.overlay(lib, directory)
@@ -233,10 +233,10 @@ def _dims(t: Tensor) -> tuple[object, ...] | None:
 def library_router_state(
     engine: Engine, rules: FrameworkRules, st: PathState, block: Value
 ) -> RouterState | None:
-    """The library router's settings, under the names the release's own router keeps them
-    (the rules' `settings`: renormalize <- norm_topk_prob, ...), with the fused MoE layer's
-    the backend put in the block (its fused shared-expert count, none): the router is the
-    module in the block whose forward calls a top-k."""
+    """The library router's settings (its own names: the verdict reads them through the OEA
+    rules' router_fields), with the fused MoE layer's the backend put in the block (its fused
+    shared-expert count, none): the router is the module in the block whose forward calls a
+    top-k."""
     router = next((v for v in _modules(st, block) if _calls_topk(v)), None)
     if router is None:
         return None
@@ -244,9 +244,6 @@ def library_router_state(
     if state is None:
         return None
     settings = dict(state.settings)
-    for name, source in dict(rules.data["models"]["generic_backend"].get("settings", {})).items():
-        if source in settings and name not in settings:
-            settings[name] = settings[source]
     layer = nearest(st, block, consumer_classes(engine, rules))
     found = read_router_state(st, layer) if layer is not None else None
     for name, item in (found.settings if found else {}).items():
