@@ -93,11 +93,11 @@ def nearest(
     """The instance of `cls` (or of any of the classes) nearest to the built object
     (breadth-first over fields), so the block's own router wins over one its experts keep."""
     wanted = cls if isinstance(cls, tuple) else (cls,)
-    return next((v for v in _reachable(st, obj, depth)
+    return next((v for v in reachable(st, obj, depth)
                  if v.cls is not None and any(c in v.cls.mro() for c in wanted)), None)  # fmt: skip
 
 
-def _reachable(st: PathState, obj: Value, depth: int) -> Iterator[Instance]:
+def reachable(st: PathState, obj: Value, depth: int) -> Iterator[Instance]:
     """The objects reachable from `obj` through fields, breadth-first, `depth` levels deep."""
     seen: set[int] = set()
     level: list[Value] = [obj]
@@ -263,7 +263,7 @@ def after_loading(
 def holding(st: PathState, obj: Value, field: str, depth: int = 4) -> list[Instance]:
     """The objects reachable from `obj` (breadth-first over fields) that hold `field` set to an
     object of a framework class."""
-    held = [(v, st.fields(v).get(field)) for v in _reachable(st, obj, depth)]
+    held = [(v, st.fields(v).get(field)) for v in reachable(st, obj, depth)]
     return [v for v, h in held if isinstance(h, Instance) and h.cls is not None]
 
 
@@ -271,7 +271,7 @@ def reached(engine: Engine, st: PathState, obj: Value, name: str, depth: int = 4
     """The objects of framework classes that `<o>.<name>` gives, read as Python reads it (a
     property over a private field included), for each object `o` reachable from `obj`."""
     out: list[Instance] = []
-    for v in _reachable(st, obj, depth):
+    for v in reachable(st, obj, depth):
         if name not in st.fields(v) and (v.cls is None or v.cls.lookup(name) is None):
             continue  # neither a field nor a class attribute: nothing to read
         got = engine.attribute(st.fork(), v, name)

@@ -22,7 +22,7 @@ from routescope.analysis.engine.values import (
     Value,
     describe,
 )
-from routescope.analysis.phases.block import RouterState, nearest, read_router_state
+from routescope.analysis.phases.block import RouterState, nearest, reachable, read_router_state
 from routescope.analysis.phases.consumer import consumer_classes
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.generic import library_source
@@ -207,21 +207,12 @@ def _gate_weights(st: PathState, block: Instance, shape: tuple[Value, Value]) ->
     want = tuple(v.value if isinstance(v, Const) else None for v in shape)
     if None in want:
         return []
-    found: list[Tensor] = []
-    level: list[Value] = [block]
-    seen: set[int] = set()
-    for _ in range(3):
-        nxt: list[Value] = []
-        for obj in level:
-            if not isinstance(obj, Instance) or id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            for v in st.fields(obj).values():
-                if isinstance(v, Tensor) and v.nn == "parameter" and _dims(v) == want:
-                    found.append(v)
-                nxt.append(v)
-        level = nxt
-    return found
+    return [
+        v
+        for obj in reachable(st, block, 2)
+        for v in st.fields(obj).values()
+        if isinstance(v, Tensor) and v.nn == "parameter" and _dims(v) == want
+    ]
 
 
 def _dims(t: Tensor) -> tuple[object, ...] | None:
@@ -237,7 +228,7 @@ def library_router_state(
     rules' router_fields), with the fused MoE layer's the backend put in the block (its fused
     shared-expert count, none): the router is the module in the block whose forward calls a
     top-k."""
-    router = next((v for v in _modules(st, block) if _calls_topk(v)), None)
+    router = next((v for v in reachable(st, block, 3) if _calls_topk(v)), None)
     if router is None:
         return None
     state = read_router_state(st, router)
@@ -249,21 +240,6 @@ def library_router_state(
     for name, item in (found.settings if found else {}).items():
         settings.setdefault(name, item)
     return RouterState(settings)
-
-
-def _modules(st: PathState, block: Value) -> list[Instance]:
-    """The instances in the block, breadth-first, three levels deep."""
-    out: list[Instance] = []
-    level, seen = [block], set()
-    for _ in range(4):
-        nxt: list[Value] = []
-        for v in level:
-            if isinstance(v, Instance) and id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
-                nxt.extend(st.fields(v).values())
-        level = nxt
-    return out
 
 
 def _calls_topk(obj: Instance) -> bool:
