@@ -17,11 +17,11 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _new_temp(path)
     try:
-        # a report, lock or JUnit file keeps the mode it had; a new one has the mode any new
-        # file gets here (0666 less the umask, applied by the system as the file is created)
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        with os.fdopen(fd, "wb") as fh:
+        with os.fdopen(fd, "wb") as fh:  # (the descriptor is closed however this ends)
+            # a report, lock or JUnit file keeps the mode it had; a new one has the mode any
+            # new file gets here (0666 less the umask, applied by the system at creation)
+            with contextlib.suppress(FileNotFoundError):
+                os.fchmod(fh.fileno(), path.stat().st_mode & 0o7777)
             fh.write(data)
             if durable:
                 fh.flush()

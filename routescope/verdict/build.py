@@ -302,7 +302,11 @@ def sink_function(index: Index, sink: dict[str, Any]) -> FunctionSource | None:
     tree; for a torch op (torch.topk in a router that is torch ops), the function calling it."""
     found = function_named(index, sink["name"])
     if found is None and sink.get("kind") == "torch" and sink.get("called_from"):
-        found = function_named(index, sink["called_from"])
+        caller = function_named(index, sink["called_from"])
+        # read only where its code computes one score (a function with a sigmoid branch and a
+        # softmax branch does not say by its source which this path ran)
+        if caller is not None and len({n for n, _ in C.score_calls(caller)}) <= 1:
+            found = caller
     return found
 
 

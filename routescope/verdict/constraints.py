@@ -53,11 +53,11 @@ def scores(
     _bias_value, bias_raw, _ = setting(doc, "correction_bias")
     has_bias = known(bias_raw) and bias_raw != "None"
     ev = [f"model scoring_func = {func} ({func_src})", cite_setting(doc, "correction_bias")]
-    read = _bias_reads(kernel, bias_names) if kernel and not has_bias else []
+    read = _bias_reads(kernel, bias_names) if kernel and bias_raw == "absent" else []
     if read:  # a router that is Python reads its correction bias itself
         has_bias = True
         ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in read]  # type: ignore[union-attr]
-    seen = _score_calls(kernel) if kernel else []
+    seen = score_calls(kernel) if kernel else []
     ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in seen] if kernel else []
     kinds = {name for name, _ in seen}
     score = (
@@ -95,7 +95,7 @@ def _bias_reads(fn: FunctionSource, names: list[str] | tuple[str, ...]) -> list[
     return sorted(out, key=lambda x: x[1])
 
 
-def _score_calls(fn: FunctionSource) -> list[tuple[str, int]]:
+def score_calls(fn: FunctionSource) -> list[tuple[str, int]]:
     out = []
     for node in ast.walk(fn.node):
         if isinstance(node, ast.Call):

@@ -78,11 +78,19 @@ def route(x):
 
 
 def test_parameters_under_a_torch_module_are_not_guessed(tmp_path: Path) -> None:
-    """nn.SiLU's own parameters are torch's, not read: the block's count is unknown, both
-    ways are shown (never a count that leaves them out)."""
+    """nn.LayerNorm's own parameters are torch's and not read: the count is unknown, both
+    ways are shown (never a count that leaves them out). A SiLU holds none: told."""
     body = """
+class Normed(Block):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+
+
 def route(x):
-    if len(list(Block().parameters())) == 3:
+    if len(list(Block().parameters())) != 3:
+        return torch.topk(x, 3)
+    if len(list(Normed().parameters())) == 3:
         return topk_fast(x)
     return torch.topk(x, 2)
 """
@@ -133,3 +141,55 @@ def route(x):
     assert [p.sink.kind if p.sink else None for p in paths] == ["torch"]
     called = [f.function for f in paths[0].frames]
     assert called[-2:] == ["fw.route:Wrapped.forward", "fw.route:Routed.forward"]
+
+
+def test_a_torch_linear_has_the_parameters_torch_gives_it(tmp_path: Path) -> None:
+    """nn.Linear(in, out, bias=False) holds one weight (out, in); calling it is an op on its
+    input and that weight (a gate of the router's scores gives scores)."""
+    body = """
+class Gated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.router = nn.Linear(16, 8, bias=False)
+        self.proj = nn.Linear(16, 16)
+
+
+def route(x):
+    m = Gated()
+    ok = [n for n, _ in m.named_parameters()] == ["router.weight", "proj.weight", "proj.bias"]
+    ok = ok and [tuple(p.shape) for p in m.router.parameters()] == [(8, 16)]
+    if ok:
+        return torch.topk(m.router(x), 2)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["torch"]
+
+
+def test_a_field_an_unread_library_made_is_an_assumption(tmp_path: Path) -> None:
+    """torch registers an attribute as a child only if it is a module: a value code routescope
+    does not read made may be one or not. It is taken as neither, and the answer lists it among
+    its assumptions (never silently)."""
+    from routescope.analysis.engine.facts import Facts
+    from tests.engine.test_engine_synthetic import SINKS
+
+    body = """
+from actlib import make_act
+
+
+class WithAct(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.experts = Experts()
+        self.act = make_act("silu")
+
+
+def route(x):
+    if [n for n, _ in WithAct().named_children()] == ["experts"]:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    facts = Facts(sinks=SINKS)
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", SCORES(),
+                facts=facts)  # fmt: skip
+    assert [p.sink.kind if p.sink else None for p in paths] == ["cuda_kernel"]
+    assert ("module field", "WithAct.act") in facts.used

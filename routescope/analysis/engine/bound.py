@@ -28,6 +28,10 @@ class BoundOperation(Value):
     def call(self, st: PathState, args: list[Value]) -> Value:
         raise NotImplementedError
 
+    def call_with(self, st: PathState, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """The call with its keyword arguments (an operation that reads none ignores them)."""
+        return self.call(st, args)
+
 
 class ModuleTypeInit(BoundOperation):
     """`super().__init__(name[, doc])` of a class derived from types.ModuleType (a lazy module

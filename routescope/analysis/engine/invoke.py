@@ -52,6 +52,7 @@ from routescope.analysis.engine.values import (
 )
 from routescope.analysis.engine.withs import ContextManager
 from routescope.analysis.library.builtins import BoundConst, call_bound_const
+from routescope.analysis.library.modules import torch_module_call
 from routescope.analysis.library.paths import path_method
 from routescope.analysis.library.records import MODULE_BASES
 
@@ -116,7 +117,7 @@ class InvokeMixin(EngineBase):
         if isinstance(fn, ConfigMethod):
             return [(st, config_method(st, fn, args, kwargs, JOIN_DEPTH))]
         if isinstance(fn, BoundOperation):
-            return [(st, fn.call(st, args))]
+            return [(st, fn.call_with(st, args, kwargs))]
         if isinstance(fn, Register):
             if len(args) >= 2 and isinstance(args[0], Const) and isinstance(args[0].value, str):
                 st.write(fn.target, args[0].value, args[1])
@@ -150,6 +151,8 @@ class InvokeMixin(EngineBase):
             if self.tracing and role_of([*args, *kwargs.values()]) == "scores":
                 self._unrecognised(st, fn, node, [*args, *kwargs.values()])
             return [(st, Unknown(fn.reason, fn.origins, kind=fn.kind))]
+        if isinstance(fn, Tensor) and (fn.nn or "").startswith("module:"):  # torch.nn's
+            return [(st, torch_module_call(st, fn, args, self.made_at(node)))]
         return [(st, Unknown(f"call of {type(fn).__name__}", kind=UnknownKind.UNSUPPORTED))]
 
     # --- with statements ---------------------------------------------------------------------
@@ -312,9 +315,7 @@ class InvokeMixin(EngineBase):
         vals = [self.resolved(v) for v in args]
         keys = [key_of(v) for v in vals]
         kw = sorted((k, key_of(self.resolved(v))) for k, v in kwargs.items())
-        if any(k is UNTOLD or k is UNHASHABLE for k in keys) or any(
-            k is UNTOLD or k is UNHASHABLE for _, k in kw
-        ):
+        if any(k is UNTOLD or k is UNHASHABLE for k in [*keys, *(k for _, k in kw)]):
             return None
         self._memo_keep.extend(vals)  # the ids in identity keys stay their own
         return (fn.qualname, id(fn.bound), tuple(keys), tuple(kw))

@@ -138,7 +138,7 @@ class ObjectsMixin(EngineBase):
                 if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
                     return [(st, Register(obj))]  # self.register_buffer("bias", t): a field
                 if name in TREE_METHODS and is_module(obj):  # module.named_children()
-                    return [(st, ModuleTree(obj, name))]
+                    return [(st, ModuleTree(obj, name, self.facts))]
                 data = self.tensor_data.get(id(obj)) if name in TENSOR_MEMBERS else None
                 if data is not None:  # a tensor subclass is its tensor (`p.data = t`: t)
                     written = st.field(obj, "data")
@@ -206,7 +206,7 @@ class ObjectsMixin(EngineBase):
             if name == "ndim" and obj.shape is not None:
                 return [(st, Const(len(obj.shape)))]
             if name in TREE_METHODS and (obj.nn or "").startswith(MODULE):
-                return [(st, ModuleTree(obj, name))]  # a torch.nn module's tree
+                return [(st, ModuleTree(obj, name, self.facts))]  # a torch.nn module's tree
             fact = self.facts.attribute_fact(f"torch.Tensor.{name}") if self.tracing else None
             if fact is not None:  # what every tensor the decode step is handed has (its device)
                 return [(st, fact)]

@@ -110,7 +110,7 @@ class Tensor(Value):
     """An abstract tensor: only the facts that guards look at, and which sink produced it
     (the first routing kernel that wrote it, directly or in place)."""
 
-    __slots__ = ("contiguous", "dtype", "made_at", "nn", "producer", "role", "shape")
+    __slots__ = ("contiguous", "dtype", "made_at", "members", "nn", "producer", "role", "shape")
 
     def __init__(
         self,
@@ -134,6 +134,9 @@ class Tensor(Value):
         # what torch.nn made of it (library/modules.py): "parameter", "buffer", or
         # "module:torch.nn.Linear" for a value standing for a torch.nn module; None: a tensor
         self.nn: str | None = None
+        # a torch.nn module's own parameters, by name, where torch's class says them (a
+        # Linear's weight and bias); None when not known
+        self.members: tuple[tuple[str, Tensor], ...] | None = None
 
     def __repr__(self) -> str:
         return f"Tensor({self.shape}, {self.dtype})"

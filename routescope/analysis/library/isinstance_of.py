@@ -26,13 +26,17 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
-from routescope.analysis.library.modules import MODULE, PARAMETER, torch_module
+from routescope.analysis.library.modules import (
+    COMPOSITES,
+    MODULE,
+    NO_PARAMETERS,
+    PARAMETER,
+    PLAIN_BASES,
+    torch_module,
+)
 from routescope.analysis.library.records import MODULE_BASES
 
 _NN_BASES = MODULE_BASES | PARAMETER_CLASSES
-# library bases whose ancestry holds no torch.nn class (ABCMeta's isinstance of a concrete
-# class is the plain one)
-_PLAIN_BASES = {"abc.ABC", "object", "typing.Generic"}
 
 # marker objects libraries define, with their classes: an instance of nothing else
 SENTINELS = {
@@ -209,7 +213,7 @@ def _torch_nn(obj: Value, t: Value) -> bool | None:
         return None
     if isinstance(obj, Instance) and obj.cls is not None:
         bases = obj.cls.external_bases()
-        if all(b in MODULE_BASES or b in _PLAIN_BASES for b in bases):
+        if all(b in MODULE_BASES or b in PLAIN_BASES for b in bases):
             return t.name in MODULE_BASES and any(b in MODULE_BASES for b in bases)
         return None
     kind = obj.nn if isinstance(obj, Tensor) else None
@@ -220,7 +224,14 @@ def _torch_nn(obj: Value, t: Value) -> bool | None:
     made = kind.partition(":")[2]
     if made == t.name or t.name in MODULE_BASES:
         return True
-    if t.name in PARAMETER_CLASSES or not made.startswith("torch.nn.Lazy"):
+    if t.name in PARAMETER_CLASSES:
+        return False
+    # torch.nn's classes derive from one another in places (ReLU6 from Hardtanh, LazyLinear
+    # from Linear): told apart only where neither can be the other's base (a container is no
+    # leaf layer's base, nor a leaf layer a container's; an activation is no Linear)
+    if (t.name in COMPOSITES) != (made in COMPOSITES):
+        return False
+    if t.name == "torch.nn.Linear" and made in NO_PARAMETERS:
         return False
     return None
 

@@ -21,7 +21,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
-from routescope.analysis.library.modules import BUFFER, MODULE, torch_module
+from routescope.analysis.library.modules import BUFFER, MODULE, module_members, torch_module
 from routescope.analysis.library.modules import PARAMETER as PARAMETER_KIND
 from routescope.analysis.library.registry import Paths, models, one
 
@@ -69,10 +69,12 @@ def _parameter(
     kwargs: dict[str, Value],
     node: ast.AST | None,
 ) -> Paths | None:
-    if not args or not isinstance(args[0], Tensor):
+    data = args[0] if args else kwargs.get("data")
+    if not isinstance(data, Tensor):
         return None
-    args[0].nn = PARAMETER_KIND  # a module registers it
-    return one(st, args[0])  # its data
+    made = Tensor(data.shape, data.dtype, data.producer, data.made_at, data.contiguous, data.role)
+    made.nn = PARAMETER_KIND  # a new tensor over the same data, which a module registers
+    return one(st, made)
 
 
 @models(*BUFFERS)
@@ -166,4 +168,5 @@ def _tensor_op(
     )
     if torch_module(name):  # torch.nn.Linear(...): a module the parent registers
         made.nn = f"{MODULE}:{name}"
+        made.members = module_members(name, args, kwargs)
     return one(st, made)

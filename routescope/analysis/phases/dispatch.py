@@ -170,19 +170,14 @@ def trace_dispatch(
         )
     model_type = spec.model_type.value if isinstance(spec.model_type.value, str) else None
     library: LibraryModel | None = None
+    remote = _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map"))
     try:
-        model_cls = find_model_class(
-            engine,
-            rules.data["models"],
-            arch,
-            model_type,
-            _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map")),
-        )
+        model_cls = find_model_class(engine, rules.data["models"], arch, model_type, remote)
     except RoutescopeError as refused:  # no class of its own: its generic backend, if it can
         facts.bindings["server_model_config"] = server_model_config(
             engine, rules, server_args, notes
         )
-        library = library_model(engine, rules, arch, model_type, refused)
+        library = library_model(engine, rules, arch, model_type, refused, remote)
         model_cls = library.site.model_class
     if library is None:
         built_by = tuple(rules.data["router"].get("built_by", ()))

@@ -48,6 +48,7 @@ def library_model(
     arch: str,
     model_type: str | None,
     refused: RoutescopeError,
+    remote: str | None = None,
 ) -> LibraryModel:
     """The backend class the release serves `arch` with and the library block it builds, the
     library's directory for the model overlaid on the source; `refused` (why no class of the
@@ -55,8 +56,8 @@ def library_model(
     be found."""
     models = rules.data["models"]
     generic: dict[str, Any] = models.get("generic_backend") or {}
-    if "replace" not in generic or not model_type:
-        raise refused
+    if "replace" not in generic or not model_type or remote:
+        raise refused  # (remote: the checkpoint's own code wins, and it is never run)
     index: Any = engine.index
     found = library_source(index.tree, generic, arch, model_type)
     if isinstance(found, str):  # (the refusal already says what the library lacks)
@@ -185,8 +186,7 @@ def build_library_block(
             f"the backend's {method.qualname} on {block_cls.qualname}",
             lambda s=st, h=holder: engine.call(s, method.bind(h), [], {}, None),
             record_inputs=True,
-            merge_at=4,
-            as_served=False,
+            merge_at=4,  # (the server runs it: a way on which it raises does not serve)
         )
         for s, _ in replaced:
             for weight in _gate_weights(s, block, gate):
@@ -207,12 +207,9 @@ def _gate_weights(st: PathState, block: Instance, shape: tuple[Value, Value]) ->
     want = tuple(v.value if isinstance(v, Const) else None for v in shape)
     if None in want:
         return []
-    return [
-        v
-        for obj in reachable(st, block, 2)
-        for v in st.fields(obj).values()
-        if isinstance(v, Tensor) and v.nn == "parameter" and _dims(v) == want
-    ]
+    held = [v for obj in reachable(st, block, 2) for v in st.fields(obj).values()]
+    held += [t for v in held if isinstance(v, Tensor) for _, t in v.members or ()]
+    return [v for v in held if isinstance(v, Tensor) and v.nn == "parameter" and _dims(v) == want]
 
 
 def _dims(t: Tensor) -> tuple[object, ...] | None:
