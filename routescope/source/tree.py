@@ -104,7 +104,3 @@ class OverlaidTree:
 
     def metadata(self) -> Metadata:
         return self.base.metadata()
-
-    def origin_of(self, relpath: str) -> str:
-        """Where a file comes from: the library's own origin for the overlaid directory."""
-        return self.other.origin if relpath.startswith(self.prefix) else self.base.origin
