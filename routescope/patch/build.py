@@ -173,7 +173,8 @@ def make_patch(req: PatchRequest) -> OeaPatch:
     old = tree.read_bytes(rel).decode()
     remap_info = fw["calls"]["remap_info"]
     plan = C.plan_from(verdict, cfg.scoring, req.policy)
-    given, on = C.router_call(point["before"]["text"])
+    through = (point.get("router_call") or {}).get("through", ())
+    given, on = C.router_call(point["before"]["text"], through)
     router = doc["dispatch"].get("router") or {}
     scope = C.names_in_scope(old, point["before"]["line"])
 

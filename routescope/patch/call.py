@@ -7,7 +7,7 @@ verdict decided statically (scoring, bias, id space) and the group policy are li
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,7 @@ def needed(plan: CallPlan) -> list[str]:
     return ["topk_weights", "topk_ids", "router_logits", *extra, *_RUNTIME]
 
 
-def router_call(before: str) -> tuple[dict[str, str], str | None]:
+def router_call(before: str, through: Sequence[str] = ()) -> tuple[dict[str, str], str | None]:
     """The router call in the statement before the point: its keyword arguments as source text
     (the values the router was given are the ones OEA must use: 0.5.23 passes its shared slots
     as `num_fused_shared_experts=num_shared_topk_slots_for_gate`), and the object it is called
@@ -96,6 +96,11 @@ def router_call(before: str) -> tuple[dict[str, str], str | None]:
     if call is None:
         return {}, None
     on = ast.unparse(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    # `through`: the functions the call enters. A call that is the object's own (`self.gate(x)`
+    # runs Dots1TopkRouter.forward) is made on `self.gate`, not on `self`
+    method = through[0].rpartition(".")[2] if through else ""
+    if isinstance(call.func, ast.Attribute) and method in ("forward", "__call__"):
+        on = ast.unparse(call.func) if call.func.attr != method else on
     return {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}, on
 
 

@@ -83,8 +83,7 @@ class OverlaidTree:
     pins, so the framework's fingerprint decides it."""
 
     def __init__(self, base: SourceTree, other: SourceTree, prefix: str) -> None:
-        self.base, self.other = base, other
-        self.prefix = prefix if prefix.endswith(".py") else prefix.rstrip("/") + "/"
+        self.base, self.other, self.prefix = base, other, prefix.rstrip("/") + "/"
         self._own = [f for f in other.files() if f.startswith(self.prefix)]
 
     def __getattr__(self, name: str) -> object:

@@ -160,9 +160,7 @@ def _sketch_names(
     """How the point reaches each value the sketch reads, as `routescope patch` wires it: the
     router call's argument, a name in scope, the router's attribute through the object the
     call is made on, the value the rules declare for a router without one."""
-    given, on = router_call(where["before"]["text"])
-    called = _called_object(where["before"]["text"], where["router_call"]["through"])
-    on = called or on
+    given, on = router_call(where["before"]["text"], where["router_call"]["through"])
     scope = names_in_scope("\n".join(point.source.module.lines), where["before"]["line"])
     disp = doc["dispatch"]  # the router's own names (OEA's are added for the constraints)
     router = disp.get("router_as_built") or disp.get("router") or {}
@@ -308,19 +306,3 @@ def sink_function(index: Index, sink: dict[str, Any]) -> FunctionSource | None:
         if caller is not None and len({n for n, _ in C.score_calls(caller)}) <= 1:
             found = caller
     return found
-
-
-def _called_object(before: str, through: list[str]) -> str | None:
-    """The object the router call is made on when the call is the object's own (`self.gate(x)`
-    runs Dots1TopkRouter.forward: the router is `self.gate`, not `self`); None otherwise."""
-    try:
-        tree = ast.parse(before.strip())
-    except SyntaxError:
-        return None
-    call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call)), None)
-    if call is None or not isinstance(call.func, ast.Attribute) or not through:
-        return None
-    method = through[0].rpartition(".")[2]
-    if method in ("forward", "__call__") and call.func.attr != method:
-        return ast.unparse(call.func)
-    return None
