@@ -201,8 +201,9 @@ def _provider_file(dist: str, version: str) -> Callable[[str], str]:
 def prefetch_closure(tree: Any, index: Any) -> None:
     """Before a trace on a published wheel, fetch its routing modules' import closure in one
     streamed pass (rules/frameworks/<name>.seeds.toml), instead of one request per module as the
-    trace imports them. Done once per wheel: a marker in the source cache records it. A failure
-    here is not an error: the trace still fetches what it reads on demand."""
+    trace imports them; or, for a wheel that is mostly Python, the whole wheel in one request.
+    Done once per wheel: a marker in the source cache records it. A failure here is not an
+    error: the trace still fetches what it reads on demand."""
     from routescope.source.cache import source_root
     from routescope.source.wheel import WheelTree
 
@@ -215,8 +216,9 @@ def prefetch_closure(tree: Any, index: Any) -> None:
     from routescope.analysis.closure import import_closure, load_seeds
     from routescope.errors import RoutescopeError
 
-    try:
-        import_closure(index, load_seeds(tree.name))
+    try:  # a wheel that is mostly Python: the whole of it in one request, no closure to scan
+        if not (tree.whole_is_cheaper() and tree.fetch_whole()):
+            import_closure(index, load_seeds(tree.name))
     except RoutescopeError:
         return
     with contextlib.suppress(OSError):  # no marker: the next cold trace scans again

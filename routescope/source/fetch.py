@@ -39,6 +39,8 @@ def fetch(
     start = time.perf_counter()
     tree = open_source(spec, offline=offline, progress=progress, client=client)
     missing: tuple[str, ...] = ()
+    if isinstance(tree, WheelTree) and tree.can_fetch() and tree.whole_is_cheaper():
+        tree.fetch_whole()  # mostly Python: one request, and every file is read from it
     if everything:
         files = tree.files()
         tree.prefetch(files)

@@ -104,6 +104,7 @@ def open_published(
                 version=version,
                 filename=str(kept["filename"]),
                 progress=show,
+                wheel_sha256=str(kept["wheel_sha256"]),
             )
         data = cache.read_json(cache.project_path(name)) or {}
         wheel = registry.choose_wheel(files, name, version, registry.published_versions(data))
@@ -128,6 +129,7 @@ def open_published(
             version=version,
             filename=wheel.filename,
             progress=show,
+            wheel_sha256=wheel.sha256,
         )
     factory = None if offline else (lambda: _reader(get_client(), release, subject))
     return WheelTree(
@@ -137,6 +139,7 @@ def open_published(
         version=version,
         filename=str(release["filename"]),
         progress=show,
+        wheel_sha256=str(release["wheel_sha256"]),
     )
 
 

@@ -20,13 +20,14 @@ RETRIES = 2  # a truncated or reset transfer is tried again this many times
 class RangeReader:
     """Read [start, end) slices of `url`; counts bytes and requests for the benchmark.
 
-    If the server answers a range request with 200 (the whole file), the file is kept at
-    `fallback_path` (after checking `sha256`) and every later read is local.
+    If the server answers a range request with 200 (the whole file), or fetch_whole() asked
+    for it, the file is kept at `fallback_path` (after checking `sha256`) and every later read
+    is local; a reader made when it is kept reads it from there. `client` None: that file only.
     """
 
     def __init__(
         self,
-        client: httpx.Client,
+        client: httpx.Client | None,
         url: str,
         *,
         subject: str,
@@ -42,8 +43,14 @@ class RangeReader:
         self.requests = 0
         self._count = threading.Lock()  # reads run in several threads at once
         self._whole: bytes | None = None
-        if fallback_path.is_file():
-            self._whole = self._load_whole(fallback_path.read_bytes())
+        try:
+            kept = fallback_path.read_bytes()
+        except OSError:
+            kept = None
+        if kept is not None and self.sha256 and hashlib.sha256(kept).hexdigest() == self.sha256:
+            self._whole = kept
+        elif kept is not None:  # torn or corrupt on disk: fetched again, as a blob is
+            fallback_path.unlink(missing_ok=True)
 
     def tail(self, length: int) -> tuple[bytes, int, int]:
         """The last `length` bytes: (data, absolute start, file size)."""
@@ -65,6 +72,29 @@ class RangeReader:
         assert self._whole is not None
         return self._whole[start:end]
 
+    def fetch_whole(self) -> bool:
+        """Download the whole file in one request, keep it at `fallback_path` and serve every
+        later read from it. False (nothing kept) when it does not match the index's sha256:
+        the caller goes on with range requests, each member checked against RECORD."""
+        if self._whole is not None:
+            return True
+        data, _ = self._get(None, None)
+        if not self.sha256 or hashlib.sha256(data).hexdigest() != self.sha256:
+            return False
+        try:
+            atomic_write_bytes(self.fallback_path, data)
+        except OSError as exc:  # a full disk, a read-only cache: say so, never half a file
+            raise RoutescopeError(
+                str(self.fallback_path.parent), f"cannot write the source cache: {exc.strerror}"
+            ) from None
+        self._whole = data
+        return True
+
+    @property
+    def whole(self) -> bool:
+        """Whether every read is served from the whole file in memory."""
+        return self._whole is not None
+
     def read_many(self, spans: list[tuple[int, int]]) -> list[bytes]:
         """Several spans, fetched concurrently; results in the order of `spans`."""
         if len(spans) <= 1 or self._whole is not None:
@@ -72,10 +102,15 @@ class RangeReader:
         with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
             return list(pool.map(lambda span: self.read(*span), spans))
 
-    def _get(self, range_header: str, expect: int | None) -> tuple[bytes, int]:
+    def _get(self, range_header: str | None, expect: int | None) -> tuple[bytes, int]:
+        """One GET: of `range_header`'s bytes (206), or with None of the whole file, returned
+        unchecked (a 200 to a range request is checked and kept, as the fallback)."""
+        headers = {"Range": range_header} if range_header is not None else {}
+        if self.client is None:  # a reader of the kept whole file only (offline)
+            raise RoutescopeError(self.subject, "not cached, and offline")
         for attempt in range(RETRIES + 1):
             try:
-                resp = self.client.get(self.url, headers={"Range": range_header})
+                resp = self.client.get(self.url, headers=headers)
             except httpx.TimeoutException:
                 raise RoutescopeError(self.subject, f"timed out reading {self.url}") from None
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
@@ -91,6 +126,8 @@ class RangeReader:
             with self._count:
                 self.requests += 1
                 self.bytes_transferred += len(resp.content)
+            if resp.status_code == 200 and range_header is None:
+                return resp.content, len(resp.content)
             if resp.status_code == 200:
                 self._whole = self._load_whole(resp.content, save=True)
                 return self._whole, len(self._whole)

@@ -87,7 +87,11 @@ class WheelStream:
         self._tries: dict[str, int] = {}
 
     def want(self, relpaths: Iterable[str]) -> None:
+        whole = self._tree.whole() is not None  # every file is read from the wheel in memory
         for relpath in relpaths:
+            if whole:
+                self._ready.append((relpath, self._tree.read_bytes(relpath)))
+                continue
             data = cache.read_blob(self._tree.digest(relpath))
             if data is not None:
                 self._ready.append((relpath, data))

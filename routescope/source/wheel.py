@@ -15,6 +15,12 @@ from routescope.source.tree import Metadata, parse_metadata
 from routescope.source.zipdir import Member
 
 GAP = 64 * 1024  # fetch a gap this small rather than pay another round trip
+# A closure is fetched as the whole wheel when Python is at least this share of the wheel's
+# bytes (and the wheel fits in memory): the closure then reads 40-98% of them anyway, and one
+# request beats ~180 in 11 import levels (sglang 0.5.23: 39 MB, 43% Python; vllm's wheels are
+# 1-4% Python and keep the range requests; benchmarks/RESULTS-source.md).
+WHOLE_SHARE = 1 / 3
+WHOLE_MAX = 256 * 1024 * 1024
 
 
 def coalesce(members: list[Member], gap: int = GAP) -> list[tuple[int, int, list[Member]]]:
@@ -41,6 +47,7 @@ class WheelTree:
         version: str,
         filename: str,
         progress: bool = False,
+        wheel_sha256: str | None = None,
     ) -> None:
         self.name = name
         self.version: str | None = version
@@ -53,6 +60,8 @@ class WheelTree:
         self._reader_factory = reader
         self._reader: RangeReader | None = None
         self._progress = progress
+        self._sha256 = wheel_sha256
+        self._probed = False  # whether the cache was looked in for the whole wheel
 
     def fingerprint(self) -> str:
         """sha256 over the wheel's origin (a report names it) and RECORD: every file's path
@@ -84,14 +93,51 @@ class WheelTree:
     def wheel_size(self) -> int:
         return int(self._listing["size"])
 
+    def whole_is_cheaper(self) -> bool:
+        """Whether a closure is better fetched as the whole wheel than by range requests: its
+        Python sources are at least WHOLE_SHARE of its bytes and it is at most WHOLE_MAX."""
+        size = self.wheel_size()
+        python = sum(m.csize for m in self._by_offset if m.name.endswith(".py"))
+        return size <= WHOLE_MAX and python >= WHOLE_SHARE * size
+
+    def fetch_whole(self) -> bool:
+        """Download the whole wheel in one request and keep it in the cache; every file is then
+        read from it. False when the download did not match the index's sha256."""
+        reader = self.reader
+        if reader is None:
+            raise self.not_cached_error(self.files())
+        return reader.fetch_whole()
+
+    def whole(self) -> RangeReader | None:
+        """The reader of the whole wheel, in memory or kept in the cache (None: neither)."""
+        if not self._probed:  # looked for once; a reader made later reads the kept file itself
+            self._probed = True
+            path = cache.full_wheel_path(self._sha256) if self._sha256 else None
+            if self._reader is None and path is not None and path.is_file():
+                kept = RangeReader(None, "", subject=self.origin, sha256=self._sha256,
+                                   fallback_path=path)  # fmt: skip
+                if kept.whole:
+                    self._reader = kept
+        reader = self._reader
+        return reader if reader is not None and reader.whole else None
+
     def read_bytes(self, relpath: str) -> bytes:
         digest = self._digest(relpath)
+        whole = self.whole()
+        if whole is not None:  # no blob: the kept wheel is the cache of every file in it
+            m = self._members[relpath]
+            data = self._extract(m, whole.read(m.offset, m.end))
+            if data is None:
+                raise self.mismatch_error(relpath)
+            return data
         data = cache.read_blob(digest)
         if data is None:
             data = self._fetch([relpath])[relpath]
         return data
 
     def prefetch(self, relpaths: Iterable[str]) -> None:
+        if self.whole() is not None:
+            return
         missing = [
             p for p in dict.fromkeys(relpaths) if not cache.blob_path(self._digest(p)).is_file()
         ]

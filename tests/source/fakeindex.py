@@ -108,6 +108,10 @@ class FakeIndex:
         if data is None:
             return httpx.Response(404)
         if self.refuse_ranges or range_header is None:
+            if self.corrupt_times and self.corrupt_name and self.corrupt_name in data:
+                self.corrupt_times -= 1
+                at = data.index(self.corrupt_name) + len(self.corrupt_name) + 40
+                data = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :]
             self.bytes_served += len(data)
             return httpx.Response(200, content=data)
         m = re.fullmatch(r"bytes=(\d*)-(\d*)", range_header)
