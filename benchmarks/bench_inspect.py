@@ -1,6 +1,6 @@
 """Wall time of `routescope inspect`, as a user runs it (a fresh process each time).
 
-Usage: python benchmarks/bench_inspect.py [--runs 5] [--skip-cold] [--python PATH]
+Usage: python benchmarks/bench_inspect.py [--runs 5] [--skip-cold] [--phases] [--python PATH]
   intake only:   routescope inspect <config.json> --format json
   with a trace:  routescope inspect <config.json> --framework sglang==V --gpu G --tp 8 --format json
 Cold = an empty ROUTESCOPE_CACHE (the transformers defaults and the framework source are fetched
@@ -9,6 +9,9 @@ cache; "traced again" = a warm source cache with the report cache off (ROUTESCOP
 i.e. what a new model or deployment costs. Prints a markdown table: median and max seconds.
 Beside each cold trace, in the same run, the naive script (benchmarks/naive_read.py: pip
 download the wheel, unzip it, ast-parse the routing slice) and the ratio cold / naive.
+
+--phases: after the table, where each case's time goes, phase by phase (ROUTESCOPE_TIMINGS=1:
+the cold run's table and one more traced-again run's, each a fresh process as above).
 
 --baseline DIR: an A/B in the same run. DIR is another checkout of routescope (e.g. `git
 worktree add DIR <commit>`); each "traced again" run of this checkout is followed by one of DIR's
@@ -51,9 +54,14 @@ CASES = [
 PYTHON = sys.executable  # --python: another install (the core one has no torch, imports faster)
 
 
-def run(args: list[str], cache: str, trace_cache: bool = True, root: Path = ROOT) -> float:
+PHASES: list[tuple[str, str]] = []  # (what was run, its timings table)
+
+
+def run(args: list[str], cache: str, trace_cache: bool = True, root: Path = ROOT,
+        phases: str = "") -> float:  # fmt: skip
     env = dict(os.environ, ROUTESCOPE_CACHE=cache, NO_COLOR="1",
-               ROUTESCOPE_TRACE_CACHE="1" if trace_cache else "0")  # fmt: skip
+               ROUTESCOPE_TRACE_CACHE="1" if trace_cache else "0",
+               ROUTESCOPE_TIMINGS="1" if phases else "0")  # fmt: skip
     cmd = [PYTHON, "-m", "routescope", "inspect", *args, "--tp", "8", "--format", "json"]
     if "--framework" not in args:
         cmd = [*cmd[:-4], "--format", "json"]  # intake only: no --tp
@@ -62,6 +70,9 @@ def run(args: list[str], cache: str, trace_cache: bool = True, root: Path = ROOT
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
+    if phases:
+        table = done.stderr[done.stderr.find("routescope timings") :].rstrip()
+        PHASES.append((f"{phases} (this process: {elapsed:.2f} s)", table))
     return elapsed
 
 
@@ -72,6 +83,7 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--only", default="", help="run only cases whose name contains this")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to A/B")
+    parser.add_argument("--phases", action="store_true", help="where each case's time goes")
     opts = parser.parse_args()
     global PYTHON
     PYTHON = opts.python
@@ -89,7 +101,11 @@ def main() -> int:
             continue
         framework = args[args.index("--framework") + 1] if "--framework" in args else None
         with tempfile.TemporaryDirectory() as cache:
-            took = None if opts.skip_cold else run(args, cache)
+            took = (
+                None
+                if opts.skip_cold
+                else run(args, cache, phases=f"{name}, cold" if opts.phases else "")
+            )
             cold = "-" if took is None else f"{took:.2f}"
             floor = naive(framework)[0] if framework and took is not None else None
             versus = ("-", "-") if floor is None or took is None else (
@@ -103,6 +119,8 @@ def main() -> int:
                 again.append(run(args, cache, trace_cache=False))
                 if base is not None:
                     before.append(run(args, cache, trace_cache=False, root=base))
+            if opts.phases:
+                run(args, cache, trace_cache=False, phases=f"{name}, traced again")
         line = (f"| {name} | {cold} | {versus[0]} | {versus[1]} "
                 f"| {statistics.median(warm):.2f} | {max(warm):.2f} "
                 f"| {statistics.median(again):.2f} |")  # fmt: skip
@@ -110,6 +128,8 @@ def main() -> int:
             ratio = statistics.median(again) / statistics.median(before)
             line += f" {statistics.median(before):.2f} | {ratio:.2f} |"
         print(line)
+    for what, table in PHASES:
+        print(f"\n{what}:\n\n```\n{table}\n```")
     return 0
 
 

@@ -13,6 +13,7 @@ from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.intake import RoutingSpec, load_spec
 from routescope.source.tree import SourceTree
+from routescope.timing import phase
 from routescope.tracecache import traced_report
 
 _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
@@ -90,7 +91,8 @@ def inspect(req: InspectRequest) -> dict[str, Any]:
 
 def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]:
     """The model's RoutingSpec and the report, reading the model and the source once each."""
-    spec = load_spec(req.model, offline=req.offline, revision=req.revision)
+    with phase("intake: the model's config"):
+        spec = load_spec(req.model, offline=req.offline, revision=req.revision)
     gpu = resolve_gpu(req.gpu)
     if req.framework is None and req.framework_src is None:
         from routescope.report import build_report
@@ -99,10 +101,12 @@ def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]
     if req.framework_src is not None:
         from routescope.source.open import open_source
 
-        tree = open_source(req.framework_src, offline=req.offline)
+        with phase(f"source: open {req.framework_src}"):
+            tree = open_source(req.framework_src, offline=req.offline)
         name, version = tree.name, tree.version
     else:
-        rules, tree, version = open_framework(req.framework or "", offline=req.offline)
+        with phase(f"source: open {req.framework}"):
+            rules, tree, version = open_framework(req.framework or "", offline=req.offline)
         name = rules.id
     rules = load_framework(name)
     server_args = dict(req.server_args)

@@ -21,6 +21,7 @@ from typing import Any
 
 from routescope.errors import RoutescopeError
 from routescope.fsutil import atomic_write_text, cache_root
+from routescope.timing import phase
 
 MAX_ENTRIES = 512  # oldest reports beyond this are dropped when a new one is written
 FORMAT = 1
@@ -131,12 +132,18 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         from routescope.wayout import find_way_out, past_a_stop, switch_by_tracing, try_changes
 
         idx = index()
-        prefetch_closure(tree, idx)
+        with phase("source: fetch the routing code"):
+            prefetch_closure(tree, idx)
+        runs = [0]
 
         def report_of(d: Any) -> tuple[dict[str, Any], Any]:
-            dispatch = trace_dispatch(idx, rules, spec, d, version, tree.origin)
-            doc = build_report(spec, d, dispatch, idx)
-            notes, unread = report_blockers(doc, _metadata(tree), _provider_file)
+            runs[0] += 1
+            label = "as deployed" if runs[0] == 1 else "with a changed server argument"
+            with phase(f"trace {label}"):
+                dispatch = trace_dispatch(idx, rules, spec, d, version, tree.origin)
+            with phase("report and blockers"):
+                doc = build_report(spec, d, dispatch, idx)
+                notes, unread = report_blockers(doc, _metadata(tree), _provider_file)
             doc["dispatch"]["notes"].extend(notes)
             if unread:
                 doc[TRANSIENT] = True

@@ -5,10 +5,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import time
 import tokenize
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
+
+from routescope.timing import spent
 
 # Parsed trees by content hash. Measured on sglang 0.5.9 (DESIGN.md decision 2 follow-up):
 # unpickling a cached ast of deepseek_v2.py (0.025 s) is no faster than ast.parse (0.025 s),
@@ -59,10 +62,12 @@ def parse_module(name: str, relpath: str, data: bytes) -> ModuleInfo:
     lines = tuple(text.splitlines())
     tree = _AST_MEMO.get(digest)
     if tree is None:
+        start = time.perf_counter()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # invalid escape sequences in framework code
                 tree = ast.parse(text, filename=relpath)
+            spent("parsing modules", time.perf_counter() - start)
         except (SyntaxError, ValueError) as exc:
             where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
             reason = f"does not parse under this Python: {exc.__class__.__name__}{where}: {exc}"

@@ -10,7 +10,7 @@ from typing import NoReturn
 
 import typer
 
-from routescope import __version__
+from routescope import __version__, timing
 from routescope.analysis.engine.budget import short_lived_process
 from routescope.errors import ExitCode, RoutescopeError
 
@@ -61,8 +61,16 @@ _register()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the process exit code (0 ok, 1 check failed, 2 error)."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run the CLI; return the process exit code (0 ok, 1 check failed, 2 error). With
+    ROUTESCOPE_TIMINGS=1, the phases' wall times follow on stderr."""
+    try:
+        return _run(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        if timing.enabled():
+            print(timing.table(), file=sys.stderr)
+
+
+def _run(args: list[str]) -> int:
     try:
         result = app(args=args, prog_name="routescope", standalone_mode=False)
     except RoutescopeError as exc:

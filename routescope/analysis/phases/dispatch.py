@@ -61,6 +61,7 @@ from routescope.analysis.phases.stops import Stop, explicit_stops, known_argumen
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
 from routescope.errors import RoutescopeError
 from routescope.intake.spec import RoutingSpec
+from routescope.timing import phase
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +157,8 @@ def trace_dispatch(
     env_declared = check_env_values(engine, rules, dep.env)
     forks: list[Decision] = []
     choosing: list[Decision] = []
-    server_args = server_arguments(engine, rules, dep, notes, forks, choosing)
+    with phase("server arguments"):
+        server_args = server_arguments(engine, rules, dep, notes, forks, choosing)
     facts.bindings["server_args"] = server_args
     router_cls = resolve_entry(engine, rules.router_class)
     if not isinstance(router_cls, ClassVal):
@@ -172,7 +174,8 @@ def trace_dispatch(
     library: LibraryModel | None = None
     remote = _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map"))
     try:
-        model_cls = find_model_class(engine, rules.data["models"], arch, model_type, remote)
+        with phase(f"the model class of {arch}"):
+            model_cls = find_model_class(engine, rules.data["models"], arch, model_type, remote)
     except RoutescopeError as refused:  # no class of its own: its generic backend, if it can
         facts.bindings["server_model_config"] = server_model_config(
             engine, rules, server_args, notes
@@ -181,7 +184,8 @@ def trace_dispatch(
         model_cls = library.site.model_class
     if library is None:
         built_by = tuple(rules.data["router"].get("built_by", ()))
-        site = find_block(engine, model_cls, router_cls, built_by, models=rules.data["models"])
+        with phase("the MoE block in the model class"):
+            site = find_block(engine, model_cls, router_cls, built_by, models=rules.data["models"])
         facts.bindings["server_model_config"] = server_model_config(
             engine, rules, server_args, notes
         )
@@ -314,13 +318,15 @@ def decode_trace(
     engine.budget.routed_steps = PHASE_STEPS["trace"] // 4 if by_kernel else None
     engine.budget.routed_spent = 0
     try:
-        traced = trace_serving(engine, fn, args, {}, bst, what, by_kernel=by_kernel)
+        with phase(f"decode: {what}"):
+            traced = trace_serving(engine, fn, args, {}, bst, what, by_kernel=by_kernel)
     finally:
         engine.tracing = False
         engine.budget.routed_merge_at = engine.budget.routed_steps = None
         engine.budget.pop()
     if not whole:
-        traced = into_consumer(engine, rules, block, traced, notes, hidden)
+        with phase("decode: into the layer the router hands its result to"):
+            traced = into_consumer(engine, rules, block, traced, notes, hidden)
     if by_kernel and any(p.stopped and p.sink is not None for p in traced):
         # past its first kernel that routes a way runs only the experts: the routing is
         # decided where it stopped, the kernels the experts launch are not all followed

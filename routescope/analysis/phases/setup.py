@@ -26,6 +26,7 @@ from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.trace import resolve_entry
 from routescope.errors import RoutescopeError
+from routescope.timing import phase
 
 
 def server_arguments(
@@ -307,7 +308,8 @@ def run_phase(
     engine.record_inputs = record_inputs
     engine.budget.merge_at = merge_at
     try:
-        result: list[tuple[PathState, Value]] = run()
+        with phase(what):
+            result: list[tuple[PathState, Value]] = run()
         if result and all(s.raising is not None for s, _ in result):
             engine.raises.extend((what, s) for s, _ in result)
             if as_served:
@@ -320,7 +322,8 @@ def run_phase(
                 )
             engine.tolerant = True  # again, going on past what raises, to show what follows
             try:
-                result = run()
+                with phase(f"{what}, again past what raises"):
+                    result = run()
             finally:
                 engine.tolerant = False
         return _serving(engine, what, result)
