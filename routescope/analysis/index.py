@@ -69,7 +69,7 @@ class Index:
             self._modules[name] = info
         return info
 
-    def decorator_users(self, module: str, names: set[str]) -> list[str]:
+    def decorator_users(self, module: str, names: frozenset[str]) -> list[str]:
         """The other modules of `module`'s directory that decorate a top-level definition with a
         call of one of `names` (`@register_fused_func("none", ...)` at column 0). A text scan:
         nothing is parsed, and each directory is read once."""

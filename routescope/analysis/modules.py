@@ -11,12 +11,23 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from routescope.analysis.outline import (
+    Outline,
+    factories_of,
+    lazy_tree,
+    make_outline,
+    names_read,
+    read_outline,
+    split_lines,
+    write_outline,
+)
 from routescope.timing import spent
 
 # Parsed trees by content hash. Measured on sglang 0.5.9 (DESIGN.md decision 2 follow-up):
 # unpickling a cached ast of deepseek_v2.py (0.025 s) is no faster than ast.parse (0.025 s),
-# so the cache lives in memory only.
-_AST_MEMO: OrderedDict[str, ast.Module] = OrderedDict()
+# so trees live in memory only; what the disk keeps is each file's outline (analysis/outline.py),
+# so that later parses leave function bodies for when they are read.
+_AST_MEMO: OrderedDict[str, tuple[ast.Module, Outline]] = OrderedDict()
 _AST_MEMO_SIZE = 512
 
 
@@ -31,6 +42,8 @@ class ModuleInfo:
     tree: ast.Module | None
     lines: tuple[str, ...]  # source lines, lines[0] is line 1
     unparseable: str | None
+    names_read: frozenset[str] | None = None  # what the whole file reads (outline.names_read)
+    factories: frozenset[str] | None = None  # its top-level decorator factories
 
     def line(self, lineno: int) -> str:
         """The text of 1-based line `lineno` ("" past the end)."""
@@ -60,19 +73,38 @@ def parse_module(name: str, relpath: str, data: bytes) -> ModuleInfo:
         reason = f"not valid text in its declared encoding (UTF-8 by default): {exc}"
         return ModuleInfo(name, relpath, is_package, digest, None, (), reason)
     lines = tuple(text.splitlines())
-    tree = _AST_MEMO.get(digest)
-    if tree is None:
+    parsed = _AST_MEMO.get(digest)
+    if parsed is None:
         start = time.perf_counter()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escape sequences in framework code
-                tree = ast.parse(text, filename=relpath)
-            spent("parsing modules", time.perf_counter() - start)
+            parsed = _parse(text, relpath, digest)
         except (SyntaxError, ValueError) as exc:
             where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) else ""
             reason = f"does not parse under this Python: {exc.__class__.__name__}{where}: {exc}"
             return ModuleInfo(name, relpath, is_package, digest, None, lines, reason)
-        _AST_MEMO[digest] = tree
+        spent("parsing modules", time.perf_counter() - start)
+        _AST_MEMO[digest] = parsed
         if len(_AST_MEMO) > _AST_MEMO_SIZE:
             _AST_MEMO.popitem(last=False)
-    return ModuleInfo(name, relpath, is_package, digest, tree, lines, None)
+    tree, outline = parsed
+    return ModuleInfo(
+        name, relpath, is_package, digest, tree, lines, None, outline.names_read, outline.factories
+    )
+
+
+def _parse(text: str, relpath: str, digest: str) -> tuple[ast.Module, Outline]:
+    """The file's tree: its function bodies left for when they are read where its outline is
+    cached, else parsed whole (and the outline cached for the next time)."""
+    split = split_lines(text)
+    outline = read_outline(digest)
+    if outline is not None:
+        try:
+            return lazy_tree(split, outline, relpath), outline
+        except (SyntaxError, ValueError):
+            pass  # an outline that does not fit the file: parsed whole, and made again
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escape sequences in framework code
+        tree = ast.parse(text, filename=relpath)
+    outline = make_outline(tree, names_read(tree), factories_of(tree), split)
+    write_outline(digest, outline)
+    return tree, outline

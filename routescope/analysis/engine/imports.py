@@ -21,20 +21,9 @@ from routescope.analysis.engine.values import (
     Value,
     raises_value,
 )
+from routescope.analysis.outline import factories_of, names_read
 
 MODULE_STMT_STEPS = 80_000
-
-
-def decorator_factory(node: ast.stmt) -> bool:
-    """`def register(key): def decorator(fn): ...; return decorator`: a function that returns
-    a function it defines (what a registering decorator with arguments looks like)."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    inner = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return any(
-        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
-        for n in node.body
-    )
 
 
 class ImportsMixin(EngineBase):
@@ -75,7 +64,7 @@ class ImportsMixin(EngineBase):
         # it reads the registry (through import chains this engine resolves lazily), so the
         # modules beside this one that decorate with one of its decorator factories are loaded
         # with it, and a lookup finds what they registered.
-        factories = {n.name for n in info.tree.body if decorator_factory(n)}
+        factories = info.factories if info.factories is not None else factories_of(info.tree)
         for user in self.index.decorator_users(name, factories) if factories else ():
             self.load_module(user)
         return mod
@@ -162,24 +151,11 @@ class ImportsMixin(EngineBase):
         got = self._reads.get(module)
         if got is None:
             info = self.index.module(module)
-            names: set[str] = set()
-            for sub in ast.walk(info.tree) if info is not None and info.tree is not None else ():
-                if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
-                    names.add(sub.id)
-                elif isinstance(sub, ast.Attribute):
-                    parts: list[str] = []
-                    cur: ast.expr = sub
-                    while isinstance(cur, ast.Attribute):
-                        parts.append(cur.attr)
-                        cur = cur.value
-                    if isinstance(cur, ast.Name):
-                        chain = [cur.id, *reversed(parts)]
-                        names.update(".".join(chain[: i + 1]) for i in range(len(chain)))
-                elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                    names.update(
-                        n.strip() for n in sub.value.split(",") if n.strip().isidentifier()
-                    )
-            got = self._reads[module] = frozenset(names)
+            if info is None or info.tree is None:
+                got = frozenset()
+            else:  # a file parsed with its bodies left for later has it in its outline
+                got = info.names_read if info.names_read is not None else names_read(info.tree)
+            self._reads[module] = got
         return got
 
     def _absolute(self, node: ast.ImportFrom) -> str:

@@ -284,9 +284,8 @@ def _install_step(engine: Engine, rules: FrameworkRules, entry: Any) -> tuple[st
 # Evaluation steps per phase (about 30k steps a second here): a phase that needs more ends
 # Unknown, deterministically, and the next phase starts with its own allowance.
 PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 1_000_000, "trace": 250_000,
-               # what the experts launch after a router that routes, its ways joined early (the
-               # launches are all it reads): GLM-5-NVFP4 on 0.5.23 5k steps, GLM-5 bf16 on the
-               # Triton path 50k (0.5.9 and 0.5.23)
+               # what the experts launch after a router that routes, ways joined early (all it
+               # reads): GLM-5-NVFP4 on 0.5.23 5k steps, bf16 on the Triton path 50k
                "experts": 100_000}  # fmt: skip
 
 
@@ -299,11 +298,10 @@ def run_phase(
     merge_at: int = 24,
     as_served: bool = True,
 ) -> list[tuple[PathState, Value]]:
-    """Run one set-up step under its own budget. When every way through raises, the step did
-    not finish (the answer is incomplete) if routescope runs it `as_served`: as the server does;
-    a step routescope stages on its own (a block built outside the model that builds it) raising
-    says only that the staging lacks what the model sets up, noted. Either way it runs again
-    going on past what raises, to show what follows."""
+    """Run one set-up step under its own budget (and as one timed phase). When every way raises,
+    the step did not finish if it runs `as_served`, as the server runs it; one routescope stages
+    on its own (a block built outside its model) says only that the staging lacks what the model
+    sets up. Either way it runs again past what raises, to show what follows."""
     engine.budget.push(steps, f"{what} exceeded its budget of {steps:,} evaluation steps")
     engine.record_inputs = record_inputs
     engine.budget.merge_at = merge_at

@@ -1,0 +1,266 @@
+"""Function bodies parsed when first read, not with their module.
+
+A trace executes every module it imports but calls a fifth of the functions they define (one
+trace of the newest release read: 319 modules, 150k lines, 98k of them in function bodies, 19k
+of those called). The first parse of a file records its outline (where each outermost
+function's body lies, the names the file reads, its decorator factories), kept in the cache by
+the file's sha256 and the Python version. Later parses read the file with those bodies blanked
+out (a third of the text), and each such function's `body` is parsed from the file's own lines
+the first time anything reads it, at its own line and column: a lazy node becomes an ordinary
+FunctionDef then, so code that reads trees (the engine, ast.walk, ast.unparse) sees the same
+tree as a full parse would give, node for node, with every position.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from routescope.fsutil import atomic_write_text, cache_root
+from routescope.timing import spent
+
+_VERSION = f"py{sys.version_info[0]}{sys.version_info[1]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Outline:
+    """Where a file's outermost function bodies lie and what summaries of the whole file say.
+    stubs: (def line, body's first line, body's column, last line, last column) each."""
+
+    stubs: tuple[tuple[int, int, int, int, int], ...]
+    names_read: frozenset[str]  # every name and dotted path the file's code reads
+    factories: frozenset[str]  # its top-level decorator factories
+
+
+def outline_path(digest: str) -> Any:
+    return cache_root() / "outlines" / _VERSION / digest[:2] / f"{digest}.json"
+
+
+def read_outline(digest: str) -> Outline | None:
+    """The cached outline of the file with this sha256 (None: none, or unreadable)."""
+    try:
+        data = json.loads(outline_path(digest).read_text(encoding="utf-8"))
+        stubs = tuple(tuple(int(x) for x in s) for s in data["stubs"])
+        if not all(len(s) == 5 for s in stubs):
+            return None
+        return Outline(
+            stubs,  # type: ignore[arg-type]
+            frozenset(str(n) for n in data["names_read"]),
+            frozenset(str(n) for n in data["factories"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # missing or corrupt: the file is parsed whole, and the outline made again
+
+
+def write_outline(digest: str, outline: Outline) -> None:
+    data = {
+        "stubs": [list(s) for s in outline.stubs],
+        "names_read": sorted(outline.names_read),
+        "factories": sorted(outline.factories),
+    }
+    with contextlib.suppress(OSError):  # a read-only cache: the next parse is whole again
+        atomic_write_text(outline_path(digest), json.dumps(data, separators=(",", ":")))
+
+
+def make_outline(tree: ast.Module, names_read: frozenset[str], factories: frozenset[str],
+                 lines: list[str]) -> Outline:  # fmt: skip
+    """The outline of a fully parsed file (`lines` as the tokenizer splits them)."""
+    stubs = []
+    for fn in outermost_functions(tree.body):
+        first = fn.body[0]
+        start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
+        end, end_col = fn.end_lineno, fn.end_col_offset
+        if start <= fn.lineno or end is None or end_col is None or end <= start:
+            continue  # a body on the def's own line, or one line long: nothing to gain
+        if lines[start - 1][: first.col_offset].strip():
+            continue  # the signature ends on the body's first line
+        stubs.append((fn.lineno, start, first.col_offset, end, end_col))
+    return Outline(tuple(stubs), names_read, factories)
+
+
+def outermost_functions(stmts: list[ast.stmt]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The function definitions not inside another function: at module level, in class bodies
+    and in the compound statements around them."""
+    out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    todo = list(stmts)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(stmt)
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for sub in getattr(stmt, field, ()) or ():
+                if isinstance(sub, (ast.ExceptHandler, ast.match_case)):
+                    todo.extend(sub.body)
+                elif isinstance(sub, ast.stmt):
+                    todo.append(sub)
+    return out
+
+
+def decorator_factory(node: ast.stmt) -> bool:
+    """`def register(key): def decorator(fn): ...; return decorator`: a function that returns
+    a function it defines (what a registering decorator with arguments looks like)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    inner = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in inner
+        for n in node.body
+    )
+
+
+def factories_of(tree: ast.Module) -> frozenset[str]:
+    """The file's top-level decorator factories."""
+    return frozenset(n.name for n in tree.body if decorator_factory(n))  # type: ignore[attr-defined]
+
+
+def names_read(tree: ast.Module) -> frozenset[str]:
+    """The names and dotted attribute paths (a, a.b, a.b.c) a file's code reads, and the
+    identifiers its strings list (`__all__`, "a, b")."""
+    names: set[str] = set()
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            parts: list[str] = []
+            cur: ast.expr = sub
+            while isinstance(cur, ast.Attribute):
+                parts.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name):
+                chain = [cur.id, *reversed(parts)]
+                names.update(".".join(chain[: i + 1]) for i in range(len(chain)))
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            names.update(n.strip() for n in sub.value.split(",") if n.strip().isidentifier())
+    return frozenset(names)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (\\n, \\r\\n, \\r), each with its ending."""
+    return io.StringIO(text, newline="").readlines()
+
+
+def stubbed(lines: list[str], outline: Outline) -> str:
+    """The file with each outlined body replaced by `...` on its first line, blank after."""
+    out = list(lines)
+    for _, start, col, end, _ in outline.stubs:
+        out[start - 1] = out[start - 1][:col] + "...\n"
+        for i in range(start, end):
+            out[i] = "\n"
+    return "".join(out)
+
+
+class FunctionDef(ast.FunctionDef):
+    """A FunctionDef whose body is parsed when first read (then it is an ast.FunctionDef)."""
+
+    __slots__ = ()
+
+    @property
+    def body(self) -> list[ast.stmt]:
+        return _materialize(self)
+
+    @body.setter
+    def body(self, value: list[ast.stmt]) -> None:
+        self.__dict__["body"] = value
+
+
+class AsyncFunctionDef(ast.AsyncFunctionDef):
+    """An AsyncFunctionDef whose body is parsed when first read."""
+
+    __slots__ = ()
+
+    @property
+    def body(self) -> list[ast.stmt]:
+        return _materialize(self)
+
+    @body.setter
+    def body(self, value: list[ast.stmt]) -> None:
+        self.__dict__["body"] = value
+
+
+_SOURCE = "_routescope_source"  # where a lazy node keeps its file's lines
+
+
+def lazy_tree(lines: list[str], outline: Outline, filename: str) -> ast.Module:
+    """Parse the stubbed file; its outlined functions' bodies are parsed when read."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(stubbed(lines, outline), filename=filename)
+    ends = {(line, start): (end, end_col) for line, start, _, end, end_col in outline.stubs}
+    found = 0
+    for fn in outermost_functions(tree.body):
+        first = fn.body[0]
+        key = (fn.lineno, first.lineno)
+        if key not in ends:
+            continue
+        fn.end_lineno, fn.end_col_offset = ends[key]
+        fn.__dict__[_SOURCE] = (lines, filename)
+        fn.__class__ = AsyncFunctionDef if isinstance(fn, ast.AsyncFunctionDef) else FunctionDef
+        found += 1
+    if found != len(ends):
+        raise ValueError("the outline does not match the file")  # the caller parses it whole
+    for stmt in tree.body:
+        _end_of(stmt)
+    return tree
+
+
+_BLOCKS = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def _end_of(node: ast.AST) -> tuple[int, int]:
+    """Set a compound statement's end where its last statement ends (a blanked body ended it
+    early), and return it; a lazy function's own end is its body's, set from the outline."""
+    end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return end  # (a function's body is not blanked inside: only outermost ones are)
+    for field in _BLOCKS:
+        for sub in getattr(node, field, ()) or ():
+            if isinstance(sub, (ast.stmt, ast.ExceptHandler, ast.match_case)):
+                end = max(end, _end_of(sub))
+    if isinstance(node, (ast.stmt, ast.ExceptHandler)) and end > (
+        node.end_lineno or 0,
+        node.end_col_offset or 0,
+    ):
+        node.end_lineno, node.end_col_offset = end
+    return end
+
+
+_PARSING = threading.Lock()  # two threads reading one lazy body parse it once
+
+
+def _materialize(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    with _PARSING:
+        if _SOURCE not in node.__dict__:  # another thread parsed it meanwhile
+            return node.__dict__["body"]  # type: ignore[no-any-return]
+        return _parse_body(node)
+
+
+def _parse_body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    begun = time.perf_counter()
+    lines, filename = node.__dict__[_SOURCE]
+    first, col, last = node.lineno, node.col_offset, node.end_lineno or node.lineno
+    text = "".join(lines[first - 1 : last])
+    head = "\n" * (first - 1) if col == 0 else "\n" * (first - 2) + "if 1:\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = ast.parse(head + text, filename=filename)
+    parsed = module.body[0] if col == 0 else module.body[0].body[0]  # type: ignore[attr-defined]
+    if not isinstance(parsed, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
+        parsed.lineno,
+        parsed.col_offset,
+        parsed.name,
+    ) != (node.lineno, node.col_offset, node.name):
+        raise AssertionError(f"{filename}:{first}: a lazy function body did not parse back")
+    del node.__dict__[_SOURCE]
+    node.__class__ = type(parsed)
+    node.body = parsed.body
+    spent("parsing function bodies when read", time.perf_counter() - begun)
+    return node.body

@@ -1,0 +1,160 @@
+"""Function bodies parsed when first read: once read, a lazily parsed file is the same tree as a
+full parse, node for node, with every line and column; the outline is cached by content and a
+bad one is never used."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from routescope.analysis import modules, outline
+from routescope.analysis.modules import parse_module
+
+TRICKY = '''"""module doc"""
+import os
+
+
+def top(a,
+        b=1) -> int:
+    """doc
+at column 0 inside a function
+"""
+    x = a + b
+    return x
+
+
+def one_line(): return 1
+
+
+def sig_on_body_line(a,
+                     b): return a; b
+
+
+class T:
+\tdef tabbed(self):
+\t\treturn 1
+
+
+class K:
+    @staticmethod
+    @other(
+        1)
+    def deco(x):
+        @inner
+        def nested(y):
+            return y
+        return nested
+
+    async def coro(self):
+        async with self as s:
+            await s
+
+    if os.name:
+        def conditional(self):
+            return 2
+    else:
+        def conditional(self):
+            return 3
+
+
+def register(key):
+    def decorator(fn):
+        return fn
+    return decorator
+
+
+try:
+    def in_try():
+        return os.sep
+except ImportError:
+    def in_try():
+        return None
+
+
+def last_line_without_newline():
+    return "end"'''
+
+
+def full_dump(text: str) -> str:
+    return ast.dump(ast.parse(text), include_attributes=True)
+
+
+def lazy_dump(text: str) -> tuple[str, int]:
+    tree = ast.parse(text)
+    lines = outline.split_lines(text)
+    made = outline.make_outline(tree, outline.names_read(tree), outline.factories_of(tree), lines)
+    lazy = outline.lazy_tree(lines, made, "<test>")
+    return ast.dump(lazy, include_attributes=True), len(made.stubs)
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_a_tricky_file_reads_back_as_its_full_parse(ending: str) -> None:
+    text = TRICKY.replace("\n", ending)
+    got, stubbed = lazy_dump(text)
+    assert got == full_dump(text)
+    assert stubbed == 4  # top, deco, coro, register: the others' bodies are one line long
+
+
+def test_files_of_the_standard_library_read_back_as_their_full_parse() -> None:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted([*(root / "json").glob("*.py"), *(root / "email").glob("*.py"),
+                    *(root / "asyncio").glob("*.py"), root / "typing.py", root / "dataclasses.py",
+                    root / "argparse.py"])  # fmt: skip
+    assert len(files) > 40
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert lazy_dump(text)[0] == full_dump(text), path
+
+
+def test_a_body_is_parsed_only_when_read_and_then_is_an_ordinary_function() -> None:
+    lines = outline.split_lines(TRICKY)
+    tree = ast.parse(TRICKY)
+    made = outline.make_outline(tree, frozenset(), frozenset(), lines)
+    lazy = outline.lazy_tree(lines, made, "<test>")
+    top = next(n for n in lazy.body if isinstance(n, ast.FunctionDef) and n.name == "top")
+    assert type(top) is outline.FunctionDef and type(top).__name__ == "FunctionDef"
+    assert isinstance(top.body[0], ast.Expr) and len(top.body) == 3  # read: parsed now
+    assert type(top) is ast.FunctionDef and top.end_lineno == 11
+
+
+def test_the_outline_is_cached_by_content_and_the_next_parse_is_lazy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
+    data = TRICKY.encode()
+    digest = hashlib.sha256(data).hexdigest()
+    modules._AST_MEMO.clear()
+    first = parse_module("m", "m.py", data)
+    assert outline.outline_path(digest).is_file()
+    assert not any(type(n) is outline.FunctionDef for n in first.tree.body)  # type: ignore[union-attr]
+    modules._AST_MEMO.clear()
+    second = parse_module("m", "m.py", data)
+    assert any(type(n) is outline.FunctionDef for n in second.tree.body)  # type: ignore[union-attr]
+    assert second.names_read == first.names_read and "os.name" in (second.names_read or ())
+    assert second.factories == first.factories == frozenset({"register"})
+    assert ast.dump(second.tree) == ast.dump(first.tree)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"not json", b'{"stubs": [[1, 2]], "names_read": [], "factories": []}',
+     b'{"stubs": [[5, 9, 4, 12, 0]], "names_read": [], "factories": []}'],
+    ids=["corrupt", "malformed", "does not fit the file"],
+)  # fmt: skip
+def test_a_bad_outline_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: bytes
+) -> None:
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
+    data = TRICKY.encode()
+    path = outline.outline_path(hashlib.sha256(data).hexdigest())
+    path.parent.mkdir(parents=True)
+    path.write_bytes(bad)
+    modules._AST_MEMO.clear()
+    info = parse_module("m", "m.py", data)
+    assert info.tree is not None
+    assert ast.dump(info.tree, include_attributes=True) == full_dump(TRICKY)
+    assert outline.read_outline(hashlib.sha256(data).hexdigest()) is not None  # made again
