@@ -103,10 +103,11 @@ class ConditionsMixin(EngineBase):
         why = v if isinstance(v, Unknown) else None
         if t is None and isinstance(v, (DictVal, SetVal)):  # a container's contents
             why = entries(st, v).rest or why
+        ctx = self.ctx[-1] if self.ctx else None
         return Decision(
-            file=self.current_file(),
+            file=ctx.file if ctx is not None else "",
             line=test.lineno,
-            function=self.current_function(),
+            function=ctx.function if ctx is not None else "",
             text=self.source_text(test),
             value=t,
             inputs=tuple(self.inputs(st, test)),

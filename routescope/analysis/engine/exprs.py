@@ -8,7 +8,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from routescope.analysis.engine.base import EngineBase, Paths, handler
+from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Paths, handler
 from routescope.analysis.engine.containers import (
     UNHASHABLE,
     DictVal,
@@ -60,7 +60,9 @@ from routescope.analysis.library.typing import LITERAL, annotated, literal
 class ExprMixin(EngineBase):
     def ev(self, st: PathState, node: ast.expr) -> Paths:
         self.budget.check_time(st)
-        method = handler(self, "ev_", node)
+        method = _HANDLERS.get((type(self), "ev_", type(node)), _UNSEEN)
+        if method is _UNSEEN:
+            method = handler(self, "ev_", node)
         if method is None:
             why = f"unsupported expression {type(node).__name__}"
             return [(st, Unknown(why, kind=UnknownKind.UNSUPPORTED))]

@@ -18,7 +18,7 @@ from routescope.analysis.engine.bound import (
     Register,
 )
 from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, new_tuple, str_dict
-from routescope.analysis.engine.imports import LazyName
+from routescope.analysis.engine.imports import LazyModule, LazyName
 from routescope.analysis.engine.methods import ContainerMethod
 from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
 from routescope.analysis.engine.state import PathState, class_of
@@ -57,10 +57,12 @@ MODULE_BASES = records.MODULE_BASES
 
 class ObjectsMixin(EngineBase):
     def lookup_name(self, st: PathState, name: str) -> Value:
-        declared = st.env.get(GLOBALS_KEY) if st.envs else None
+        env = st.envs[-1] if st.envs else None
+        declared = env.get(GLOBALS_KEY) if env is not None else None
         is_global = isinstance(declared, Const) and name in declared.value
-        if st.envs and name in st.env and not is_global:
-            return self.resolved(st.env[name])
+        local = env.get(name) if env is not None and not is_global else None
+        if local is not None:
+            return local if not isinstance(local, (LazyName, LazyModule)) else self.resolved(local)
         fn_closure = self._closure_env
         if fn_closure is not None:
             # a variable of an enclosing function is its cell: read from that frame as it is

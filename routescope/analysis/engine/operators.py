@@ -225,6 +225,11 @@ def bounded_compare(op: ast.cmpop, a: Value, b: Value) -> Value | None:
 class OperatorsMixin(EngineBase):
     def ev_Compare(self, st: PathState, node: ast.Compare) -> Paths:
         out: Paths = []
+        if len(node.ops) == 1:  # the commonest: one comparison, no chain to follow
+            for s, (a, b) in self.ev_seq(st, [node.left, node.comparators[0]]):
+                r = self.compare(node.ops[0], a, b, s)
+                out.append((s, Const(r.value, merge_origins(a, b)) if isinstance(r, Const) else r))
+            return out
         for s, vals in self.ev_seq(st, [node.left, *node.comparators]):
             result: Value = Const(True)
             for i, op in enumerate(node.ops):  # a < b < c: each link on its own operands
@@ -242,7 +247,10 @@ class OperatorsMixin(EngineBase):
     def compare(self, op: ast.cmpop, a: Value, b: Value, st: PathState | None = None) -> Value:
         """`a OP b` as this path sees its operands (`st` None: no container is read)."""
         if st is not None and not isinstance(op, (ast.Is, ast.IsNot)):
-            a, b = named_tuple(st, a), named_tuple(st, b)  # a NamedTuple compares as a tuple
+            if isinstance(a, Instance):  # a NamedTuple compares as a tuple
+                a = named_tuple(st, a)
+            if isinstance(b, Instance):
+                b = named_tuple(st, b)
         if isinstance(op, (ast.Is, ast.IsNot)):
             same = self.identical(a, b)
             if same is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import cast
 
-from routescope.analysis.engine.base import EngineBase, Outcome, handler
+from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Outcome, handler
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
 from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items, truth_in
@@ -51,7 +51,7 @@ class StmtMixin(EngineBase):
                     else:
                         done.append((s2, kind, val))
             live = nxt
-            if len(live) > self.budget.merge_limit(live):
+            if len(live) > 1 and len(live) > self.budget.merge_limit(live):
                 live = merge_paths(live, f"{self.current_file()}:{stmt.lineno}")
             if len(done) > self.budget.merge_at:
                 done = merge_raised(done, f"{self.current_file()}:{stmt.lineno}")
@@ -65,7 +65,9 @@ class StmtMixin(EngineBase):
 
     def exec_stmt(self, st: PathState, node: ast.stmt) -> list[Outcome]:
         self.budget.check_time(st)
-        method = handler(self, "ex_", node)
+        method = _HANDLERS.get((type(self), "ex_", type(node)), _UNSEEN)
+        if method is _UNSEEN:
+            method = handler(self, "ex_", node)
         if method is None:
             return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track
         result: list[Outcome] = method(self, st, node)

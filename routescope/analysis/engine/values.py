@@ -34,7 +34,7 @@ class Const(Value):
     __slots__ = ("value",)
 
     def __init__(self, value: Any, origins: tuple[str, ...] = ()) -> None:
-        super().__init__(origins)
+        self.origins = origins  # (Value.__init__'s one line, without the call: the commonest value)
         self.value = value
 
     def with_origin(self, *more: str) -> Const:
