@@ -9,7 +9,7 @@ members compare as Python compares them, by value and hash (`True`, `1` and `1.0
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.values import (
@@ -259,7 +259,8 @@ def key_of(v: Value) -> Hashable:
             hash(v.value)
         except TypeError:
             return UNHASHABLE
-        return cast(Hashable, v.value)
+        got: Hashable = v.value  # (typed, not cast: this runs on every key read)
+        return got
     if isinstance(v, TupleVal):
         keys = [key_of(i) for i in v.items]
         if any(k is UNHASHABLE for k in keys):

@@ -71,6 +71,8 @@ class StmtMixin(EngineBase):
         if method is None:
             return [(st, "normal", None)]  # pass, global, nonlocal, delete, ...: no effect we track
         result: list[Outcome] = method(self, st, node)
+        if len(result) == 1 and result[0][0].raising is None and result[0][0].yielded is None:
+            return result  # the commonest: one way on, nothing raised or yielded
         return [
             raised_outcome(s)
             if s.raising is not None
@@ -149,11 +151,12 @@ class StmtMixin(EngineBase):
         if st.raising is not None:  # the value raised: Python binds nothing
             return
         if isinstance(target, ast.Name):
-            declared = st.env.get(GLOBALS_KEY)
+            env = st.envs[-1]
+            declared = env.get(GLOBALS_KEY)
             if isinstance(declared, Const) and target.id in declared.value and self.ctx:
                 st.write(self.ctx[-1].module, target.id, v)  # `global X` then `X = ...`
                 return
-            st.env[target.id] = v
+            env[target.id] = v
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(st, target.elts, v)
         elif isinstance(target, ast.Attribute):
