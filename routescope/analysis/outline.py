@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import io
 import json
 import sys
@@ -27,7 +28,8 @@ from typing import Any
 from routescope.fsutil import atomic_write_text, cache_root
 from routescope.timing import spent
 
-_VERSION = f"py{sys.version_info[0]}{sys.version_info[1]}"
+# the outline's format and the Python whose parser made it (positions could differ between them)
+_VERSION = f"v1-py{sys.version_info[0]}{sys.version_info[1]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +46,18 @@ def outline_path(digest: str) -> Any:
     return cache_root() / "outlines" / _VERSION / digest[:2] / f"{digest}.json"
 
 
+def _check(digest: str, data: dict[str, Any]) -> str:
+    """A checksum over the file's sha256 and the outline: a corrupt entry is never used."""
+    body = json.dumps([digest, data["stubs"], data["names_read"], data["factories"]])
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 def read_outline(digest: str) -> Outline | None:
     """The cached outline of the file with this sha256 (None: none, or unreadable)."""
     try:
         data = json.loads(outline_path(digest).read_text(encoding="utf-8"))
+        if data.get("check") != _check(digest, data):
+            return None
         stubs = tuple(tuple(int(x) for x in s) for s in data["stubs"])
         if not all(len(s) == 5 for s in stubs):
             return None
@@ -61,11 +71,12 @@ def read_outline(digest: str) -> Outline | None:
 
 
 def write_outline(digest: str, outline: Outline) -> None:
-    data = {
+    data: dict[str, Any] = {
         "stubs": [list(s) for s in outline.stubs],
         "names_read": sorted(outline.names_read),
         "factories": sorted(outline.factories),
     }
+    data["check"] = _check(digest, data)
     with contextlib.suppress(OSError):  # a read-only cache: the next parse is whole again
         atomic_write_text(outline_path(digest), json.dumps(data, separators=(",", ":")))
 

@@ -138,9 +138,10 @@ def cache_info() -> CacheInfo:
 
 
 def clear_cache() -> int:
-    """Delete the whole routescope cache (source, parsed ASTs, reports); return the bytes freed."""
+    """Delete the whole routescope cache (source, outlines of parsed files, reports); return the
+    bytes freed."""
     root = cache_root()
     freed = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
-    for sub in ("source", "ast", "traces"):
+    for sub in ("source", "ast", "outlines", "traces"):
         shutil.rmtree(root / sub, ignore_errors=True)
     return freed

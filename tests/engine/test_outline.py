@@ -142,17 +142,24 @@ def test_the_outline_is_cached_by_content_and_the_next_parse_is_lazy(
 @pytest.mark.parametrize(
     "bad",
     [b"not json", b'{"stubs": [[1, 2]], "names_read": [], "factories": []}',
-     b'{"stubs": [[5, 9, 4, 12, 0]], "names_read": [], "factories": []}'],
-    ids=["corrupt", "malformed", "does not fit the file"],
+     b'{"stubs": [[5, 7, 4, 11, 5]], "names_read": [], "factories": [], "check": "0"}',
+     "fits no function"],
+    ids=["corrupt", "malformed", "checksum", "does not fit the file"],
 )  # fmt: skip
 def test_a_bad_outline_is_never_used(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: bytes
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: bytes | str
 ) -> None:
     monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
     data = TRICKY.encode()
-    path = outline.outline_path(hashlib.sha256(data).hexdigest())
+    digest = hashlib.sha256(data).hexdigest()
+    path = outline.outline_path(digest)
     path.parent.mkdir(parents=True)
-    path.write_bytes(bad)
+    if isinstance(bad, bytes):
+        path.write_bytes(bad)
+    else:  # well formed, its checksum right, but its lines hold no such function
+        outline.write_outline(digest, outline.Outline(((20, 22, 8, 24, 9),), frozenset(),
+                                                      frozenset()))  # fmt: skip
+        assert outline.read_outline(digest) is not None
     modules._AST_MEMO.clear()
     info = parse_module("m", "m.py", data)
     assert info.tree is not None
