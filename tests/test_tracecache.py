@@ -119,12 +119,16 @@ def test_cache_clear_drops_reports(trace_cache_on: Path) -> None:
 
 
 @pytest.mark.network
-def test_cold_trace_prefetches_the_routing_closure_once(
-    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("whole", [True, False], ids=["the whole wheel", "its closure"])
+def test_cold_trace_prefetches_the_routing_code_once(
+    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, whole: bool
 ) -> None:
-    """A trace that starts cold fetches the seeds' import closure in one streamed pass and
-    marks the wheel done; the next trace does not scan again."""
+    """A trace that starts cold fetches the routing code once and marks the wheel done: SGLang
+    0.5.9's wheel is 85% Python, so the whole of it in one request (kept, no blob per file);
+    where a wheel is mostly binary, the seeds' import closure in one streamed pass. The next
+    trace fetches and scans nothing."""
     from routescope.analysis import closure
+    from routescope.source.wheel import WheelTree
 
     calls: list[int] = []
     real = closure.import_closure
@@ -134,10 +138,16 @@ def test_cold_trace_prefetches_the_routing_closure_once(
         return real(*a, **k)  # type: ignore[arg-type]
 
     monkeypatch.setattr(closure, "import_closure", counting)
+    if not whole:
+        monkeypatch.setattr(WheelTree, "whole_is_cheaper", lambda self: False)
     req = api.InspectRequest(
         model="examples/configs/Qwen--Qwen3-30B-A3B.json", framework="sglang==0.5.9", gpu="sm90"
     )
-    api.inspect(req)
+    first = api.inspect(req)
     assert len(list((isolated_cache / "source" / "closures").glob("*.done"))) == 1
+    kept = list((isolated_cache / "source" / "wheels").glob("*.whl"))
+    blobs = list((isolated_cache / "source" / "blobs").glob("*/*"))
+    assert (len(kept), bool(blobs), calls) == ((1, False, []) if whole else (0, True, [1]))
     api.inspect(dataclasses.replace(req, gpu="sm120"))
-    assert calls == [1]
+    assert calls == ([] if whole else [1])
+    assert first["dispatch"]["paths"]  # traced from what was fetched
