@@ -25,7 +25,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from routescope.fsutil import atomic_write_text, cache_root
+from routescope.fsutil import atomic_write_bytes, cache_root
 from routescope.timing import spent
 
 # the outline's format and the Python whose parser made it (positions could differ between them)
@@ -77,8 +77,10 @@ def write_outline(digest: str, outline: Outline) -> None:
         "factories": sorted(outline.factories),
     }
     data["check"] = _check(digest, data)
+    text = json.dumps(data, separators=(",", ":"))
     with contextlib.suppress(OSError):  # a read-only cache: the next parse is whole again
-        atomic_write_text(outline_path(digest), json.dumps(data, separators=(",", ":")))
+        # no fsync: an entry torn by a crash fails its checksum and is made again
+        atomic_write_bytes(outline_path(digest), text.encode(), durable=False)
 
 
 def make_outline(tree: ast.Module, names_read: frozenset[str], factories: frozenset[str],

@@ -81,8 +81,8 @@ class RangeReader:
         data, _ = self._get(None, None)
         if not self.sha256 or hashlib.sha256(data).hexdigest() != self.sha256:
             return False
-        try:
-            atomic_write_bytes(self.fallback_path, data)
+        try:  # no fsync: a kept wheel torn by a crash fails its sha256 when read, and is dropped
+            atomic_write_bytes(self.fallback_path, data, durable=False)
         except OSError as exc:  # a full disk, a read-only cache: say so, never half a file
             raise RoutescopeError(
                 str(self.fallback_path.parent), f"cannot write the source cache: {exc.strerror}"
