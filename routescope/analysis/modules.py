@@ -16,7 +16,6 @@ from routescope.analysis.outline import (
     factories_of,
     lazy_tree,
     make_outline,
-    names_read,
     read_outline,
     split_lines,
     write_outline,
@@ -42,7 +41,6 @@ class ModuleInfo:
     tree: ast.Module | None
     lines: tuple[str, ...]  # source lines, lines[0] is line 1
     unparseable: str | None
-    names_read: frozenset[str] | None = None  # what the whole file reads (outline.names_read)
     factories: frozenset[str] | None = None  # its top-level decorator factories
 
     def line(self, lineno: int) -> str:
@@ -87,9 +85,7 @@ def parse_module(name: str, relpath: str, data: bytes) -> ModuleInfo:
         if len(_AST_MEMO) > _AST_MEMO_SIZE:
             _AST_MEMO.popitem(last=False)
     tree, outline = parsed
-    return ModuleInfo(
-        name, relpath, is_package, digest, tree, lines, None, outline.names_read, outline.factories
-    )
+    return ModuleInfo(name, relpath, is_package, digest, tree, lines, None, outline.factories)
 
 
 def _parse(text: str, relpath: str, digest: str) -> tuple[ast.Module, Outline]:
@@ -105,6 +101,6 @@ def _parse(text: str, relpath: str, digest: str) -> tuple[ast.Module, Outline]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escape sequences in framework code
         tree = ast.parse(text, filename=relpath)
-    outline = make_outline(tree, names_read(tree), factories_of(tree), split)
+    outline = make_outline(tree, factories_of(tree), split)
     write_outline(digest, outline)
     return tree, outline

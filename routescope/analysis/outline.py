@@ -3,7 +3,7 @@
 A trace executes every module it imports but calls a fifth of the functions they define (one
 trace of the newest release read: 319 modules, 150k lines, 98k of them in function bodies, 19k
 of those called). The first parse of a file records its outline (where each outermost
-function's body lies, the names the file reads, its decorator factories), kept in the cache by
+function's body lies, its decorator factories), kept in the cache by
 the file's sha256 and the Python version. Later parses read the file with those bodies blanked
 out (a third of the text), and each such function's `body` is parsed from the file's own lines
 the first time anything reads it, at its own line and column: a lazy node becomes an ordinary
@@ -29,7 +29,7 @@ from routescope.fsutil import atomic_write_bytes, cache_root
 from routescope.timing import spent
 
 # the outline's format and the Python whose parser made it (positions could differ between them)
-_VERSION = f"v1-py{sys.version_info[0]}{sys.version_info[1]}"
+_VERSION = f"v2-py{sys.version_info[0]}{sys.version_info[1]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,6 @@ class Outline:
     stubs: (def line, body's first line, body's column, last line, last column) each."""
 
     stubs: tuple[tuple[int, int, int, int, int], ...]
-    names_read: frozenset[str]  # every name and dotted path the file's code reads
     factories: frozenset[str]  # its top-level decorator factories
 
 
@@ -48,7 +47,7 @@ def outline_path(digest: str) -> Any:
 
 def _check(digest: str, data: dict[str, Any]) -> str:
     """A checksum over the file's sha256 and the outline: a corrupt entry is never used."""
-    body = json.dumps([digest, data["stubs"], data["names_read"], data["factories"]])
+    body = json.dumps([digest, data["stubs"], data["factories"]])
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -61,11 +60,7 @@ def read_outline(digest: str) -> Outline | None:
         stubs = tuple(tuple(int(x) for x in s) for s in data["stubs"])
         if not all(len(s) == 5 for s in stubs):
             return None
-        return Outline(
-            stubs,  # type: ignore[arg-type]
-            frozenset(str(n) for n in data["names_read"]),
-            frozenset(str(n) for n in data["factories"]),
-        )
+        return Outline(stubs, frozenset(str(n) for n in data["factories"]))  # type: ignore[arg-type]
     except (OSError, ValueError, KeyError, TypeError):
         return None  # missing or corrupt: the file is parsed whole, and the outline made again
 
@@ -73,7 +68,6 @@ def read_outline(digest: str) -> Outline | None:
 def write_outline(digest: str, outline: Outline) -> None:
     data: dict[str, Any] = {
         "stubs": [list(s) for s in outline.stubs],
-        "names_read": sorted(outline.names_read),
         "factories": sorted(outline.factories),
     }
     data["check"] = _check(digest, data)
@@ -83,8 +77,7 @@ def write_outline(digest: str, outline: Outline) -> None:
         atomic_write_bytes(outline_path(digest), text.encode(), durable=False)
 
 
-def make_outline(tree: ast.Module, names_read: frozenset[str], factories: frozenset[str],
-                 lines: list[str]) -> Outline:  # fmt: skip
+def make_outline(tree: ast.Module, factories: frozenset[str], lines: list[str]) -> Outline:
     """The outline of a fully parsed file (`lines` as the tokenizer splits them)."""
     stubs = []
     for fn in outermost_functions(tree.body):
@@ -96,7 +89,7 @@ def make_outline(tree: ast.Module, names_read: frozenset[str], factories: frozen
         if lines[start - 1][: first.col_offset].strip():
             continue  # the signature ends on the body's first line
         stubs.append((fn.lineno, start, first.col_offset, end, end_col))
-    return Outline(tuple(stubs), names_read, factories)
+    return Outline(tuple(stubs), factories)
 
 
 def outermost_functions(stmts: list[ast.stmt]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -133,27 +126,6 @@ def decorator_factory(node: ast.stmt) -> bool:
 def factories_of(tree: ast.Module) -> frozenset[str]:
     """The file's top-level decorator factories."""
     return frozenset(n.name for n in tree.body if decorator_factory(n))  # type: ignore[attr-defined]
-
-
-def names_read(tree: ast.Module) -> frozenset[str]:
-    """The names and dotted attribute paths (a, a.b, a.b.c) a file's code reads, and the
-    identifiers its strings list (`__all__`, "a, b")."""
-    names: set[str] = set()
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
-            names.add(sub.id)
-        elif isinstance(sub, ast.Attribute):
-            parts: list[str] = []
-            cur: ast.expr = sub
-            while isinstance(cur, ast.Attribute):
-                parts.append(cur.attr)
-                cur = cur.value
-            if isinstance(cur, ast.Name):
-                chain = [cur.id, *reversed(parts)]
-                names.update(".".join(chain[: i + 1]) for i in range(len(chain)))
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            names.update(n.strip() for n in sub.value.split(",") if n.strip().isidentifier())
-    return frozenset(names)
 
 
 def split_lines(text: str) -> list[str]:

@@ -86,7 +86,7 @@ def full_dump(text: str) -> str:
 def lazy_dump(text: str) -> tuple[str, int]:
     tree = ast.parse(text)
     lines = outline.split_lines(text)
-    made = outline.make_outline(tree, outline.names_read(tree), outline.factories_of(tree), lines)
+    made = outline.make_outline(tree, outline.factories_of(tree), lines)
     lazy = outline.lazy_tree(lines, made, "<test>")
     return ast.dump(lazy, include_attributes=True), len(made.stubs)
 
@@ -113,7 +113,7 @@ def test_files_of_the_standard_library_read_back_as_their_full_parse() -> None:
 def test_a_body_is_parsed_only_when_read_and_then_is_an_ordinary_function() -> None:
     lines = outline.split_lines(TRICKY)
     tree = ast.parse(TRICKY)
-    made = outline.make_outline(tree, frozenset(), frozenset(), lines)
+    made = outline.make_outline(tree, frozenset(), lines)
     lazy = outline.lazy_tree(lines, made, "<test>")
     top = next(n for n in lazy.body if isinstance(n, ast.FunctionDef) and n.name == "top")
     assert type(top) is outline.FunctionDef and type(top).__name__ == "FunctionDef"
@@ -134,15 +134,14 @@ def test_the_outline_is_cached_by_content_and_the_next_parse_is_lazy(
     modules._AST_MEMO.clear()
     second = parse_module("m", "m.py", data)
     assert any(type(n) is outline.FunctionDef for n in second.tree.body)  # type: ignore[union-attr]
-    assert second.names_read == first.names_read and "os.name" in (second.names_read or ())
     assert second.factories == first.factories == frozenset({"register"})
     assert ast.dump(second.tree) == ast.dump(first.tree)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     "bad",
-    [b"not json", b'{"stubs": [[1, 2]], "names_read": [], "factories": []}',
-     b'{"stubs": [[5, 7, 4, 11, 5]], "names_read": [], "factories": [], "check": "0"}',
+    [b"not json", b'{"stubs": [[1, 2]], "factories": []}',
+     b'{"stubs": [[5, 7, 4, 11, 5]], "factories": [], "check": "0"}',
      "fits no function"],
     ids=["corrupt", "malformed", "checksum", "does not fit the file"],
 )  # fmt: skip
@@ -157,8 +156,7 @@ def test_a_bad_outline_is_never_used(
     if isinstance(bad, bytes):
         path.write_bytes(bad)
     else:  # well formed, its checksum right, but its lines hold no such function
-        outline.write_outline(digest, outline.Outline(((20, 22, 8, 24, 9),), frozenset(),
-                                                      frozenset()))  # fmt: skip
+        outline.write_outline(digest, outline.Outline(((20, 22, 8, 24, 9),), frozenset()))
         assert outline.read_outline(digest) is not None
     modules._AST_MEMO.clear()
     info = parse_module("m", "m.py", data)

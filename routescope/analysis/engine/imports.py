@@ -21,7 +21,7 @@ from routescope.analysis.engine.values import (
     Value,
     raises_value,
 )
-from routescope.analysis.outline import factories_of, names_read
+from routescope.analysis.outline import factories_of
 
 MODULE_STMT_STEPS = 80_000
 
@@ -149,13 +149,10 @@ class ImportsMixin(EngineBase):
     def _names_read(self, module: str) -> frozenset[str]:
         """The names and dotted attribute paths (a, a.b, a.b.c) a module's code reads."""
         got = self._reads.get(module)
-        if got is None:
+        if got is None:  # (the walk parses a lazily parsed file's bodies: few files are asked)
             info = self.index.module(module)
-            if info is None or info.tree is None:
-                got = frozenset()
-            else:  # a file parsed with its bodies left for later has it in its outline
-                got = info.names_read if info.names_read is not None else names_read(info.tree)
-            self._reads[module] = got
+            tree = info.tree if info is not None else None
+            got = self._reads[module] = names_read(tree) if tree is not None else frozenset()
         return got
 
     def _absolute(self, node: ast.ImportFrom) -> str:
@@ -290,3 +287,24 @@ class LazyName(Value):
         if "__getattr__" in mod.globals:
             return self.engine.module_attr(mod, self.name)
         return Unknown(f"{self.module} has no name {self.name}", kind=UnknownKind.ABSENT)
+
+
+def names_read(tree: ast.Module) -> frozenset[str]:
+    """The names and dotted attribute paths (a, a.b, a.b.c) a file's code reads, and the
+    identifiers its strings list (`__all__`, "a, b")."""
+    names: set[str] = set()
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            parts: list[str] = []
+            cur: ast.expr = sub
+            while isinstance(cur, ast.Attribute):
+                parts.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name):
+                chain = [cur.id, *reversed(parts)]
+                names.update(".".join(chain[: i + 1]) for i in range(len(chain)))
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            names.update(n.strip() for n in sub.value.split(",") if n.strip().isidentifier())
+    return frozenset(names)
