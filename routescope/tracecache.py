@@ -138,7 +138,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
 
         def report_of(d: Any) -> tuple[dict[str, Any], Any]:
             runs[0] += 1
-            label = "as deployed" if runs[0] == 1 else "with a changed server argument"
+            label = "as deployed" if runs[0] == 1 else "of a changed deployment (a way out)"
             with phase(f"trace {label}"):
                 dispatch = trace_dispatch(idx, rules, spec, d, version, tree.origin)
             with phase("report and blockers"):
