@@ -80,7 +80,8 @@ def cached(key: str | None, compute: Callable[[], dict[str, Any]]) -> dict[str, 
         return compute()
     path = traces_root() / key[:2] / f"{key}.json"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        with phase("report: looked up in the report cache"):
+            doc = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(doc, dict) and doc.get("key") == key and isinstance(doc.get("report"), dict):
             report: dict[str, Any] = doc["report"]
             return report
