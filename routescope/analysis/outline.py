@@ -143,32 +143,26 @@ def stubbed(lines: list[str], outline: Outline) -> str:
     return "".join(out)
 
 
+def _set_body(node: ast.AST, value: list[ast.stmt]) -> None:
+    node.__dict__["body"] = value
+
+
+# a function's `body`, parsed when first read: then the node is an ordinary FunctionDef
+LAZY_BODY = property(lambda node: _materialize(node), _set_body)
+
+
 class FunctionDef(ast.FunctionDef):
     """A FunctionDef whose body is parsed when first read (then it is an ast.FunctionDef)."""
 
     __slots__ = ()
-
-    @property
-    def body(self) -> list[ast.stmt]:
-        return _materialize(self)
-
-    @body.setter
-    def body(self, value: list[ast.stmt]) -> None:
-        self.__dict__["body"] = value
+    body = LAZY_BODY
 
 
 class AsyncFunctionDef(ast.AsyncFunctionDef):
     """An AsyncFunctionDef whose body is parsed when first read."""
 
     __slots__ = ()
-
-    @property
-    def body(self) -> list[ast.stmt]:
-        return _materialize(self)
-
-    @body.setter
-    def body(self, value: list[ast.stmt]) -> None:
-        self.__dict__["body"] = value
+    body = LAZY_BODY
 
 
 _SOURCE = "_routescope_source"  # where a lazy node keeps its file's lines
