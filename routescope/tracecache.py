@@ -209,24 +209,30 @@ def _provider_file(dist: str, version: str) -> Callable[[str], str]:
 def prefetch_closure(tree: Any, index: Any) -> None:
     """Before a trace on a published wheel, fetch its routing modules' import closure in one
     streamed pass (rules/frameworks/<name>.seeds.toml), instead of one request per module as the
-    trace imports them; or, for a wheel that is mostly Python, the whole wheel in one request.
-    Done once per wheel: a marker in the source cache records it. A failure here is not an
-    error: the trace still fetches what it reads on demand."""
+    trace imports them; or, for a wheel that is mostly Python, the whole wheel in one request,
+    kept (while it is, nothing is fetched). A closure is fetched once per wheel: a marker in the
+    source cache records it. A failure here is not an error: the trace still fetches what it
+    reads on demand."""
     from routescope.source.cache import source_root
     from routescope.source.wheel import WheelTree
 
     fingerprint = getattr(tree, "fingerprint", None)
     if not isinstance(tree, WheelTree) or not callable(fingerprint) or not tree.can_fetch():
         return
-    marker = source_root() / "closures" / f"{fingerprint()}.done"
-    if marker.is_file():
+    if tree.whole() is not None:
         return
     from routescope.analysis.closure import import_closure, load_seeds
     from routescope.errors import RoutescopeError
 
-    try:  # a wheel that is mostly Python: the whole of it in one request, no closure to scan
-        if not (tree.whole_is_cheaper() and tree.fetch_whole()):
-            import_closure(index, load_seeds(tree.name))
+    if tree.whole_is_cheaper():  # (again if a kept one was dropped, torn)
+        with contextlib.suppress(RoutescopeError):  # the closure's requests below say why
+            if tree.fetch_whole():
+                return
+    marker = source_root() / "closures" / f"{fingerprint()}.done"
+    if marker.is_file():
+        return
+    try:
+        import_closure(index, load_seeds(tree.name))
     except RoutescopeError:
         return
     with contextlib.suppress(OSError):  # no marker: the next cold trace scans again

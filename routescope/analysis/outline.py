@@ -29,7 +29,7 @@ from routescope.fsutil import atomic_write_bytes, cache_root
 from routescope.timing import spent
 
 # the outline's format and the Python whose parser made it (positions could differ between them)
-_VERSION = f"v2-py{sys.version_info[0]}{sys.version_info[1]}"
+_VERSION = f"v3-{sys.implementation.name}-{sys.hexversion:x}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +88,10 @@ def make_outline(tree: ast.Module, factories: frozenset[str], lines: list[str]) 
             continue  # a body on the def's own line, or one line long: nothing to gain
         if lines[start - 1][: first.col_offset].strip():
             continue  # the signature ends on the body's first line
+        if lines[fn.lineno - 1][: fn.col_offset].strip(" \t") or lines[end - 1].rstrip(
+            "\r\n"
+        ).endswith("\\"):
+            continue  # a form feed before the def; a last line continued past the def's end
         stubs.append((fn.lineno, start, first.col_offset, end, end_col))
     return Outline(tuple(stubs), factories)
 
@@ -223,23 +227,37 @@ def _materialize(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]
 
 
 def _parse_body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The def's own lines parsed at their place (indented ones under an `if 1:` line); where
+    that does not give this def back, the whole file, and its def at this line and column."""
     begun = time.perf_counter()
     lines, filename = node.__dict__[_SOURCE]
     first, col, last = node.lineno, node.col_offset, node.end_lineno or node.lineno
-    text = "".join(lines[first - 1 : last])
-    head = "\n" * (first - 1) if col == 0 else "\n" * (first - 2) + "if 1:\n"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        module = ast.parse(head + text, filename=filename)
-    parsed = module.body[0] if col == 0 else module.body[0].body[0]  # type: ignore[attr-defined]
-    if not isinstance(parsed, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
-        parsed.lineno,
-        parsed.col_offset,
-        parsed.name,
-    ) != (node.lineno, node.col_offset, node.name):
+    head = "\n" * (first - 1) if col == 0 else "\n" * max(first - 2, 0) + "if 1:\n"
+    parsed = _the_def(head + "".join(lines[first - 1 : last]), filename, node)
+    if parsed is None:
+        parsed = _the_def("".join(lines), filename, node)
+    if parsed is None:  # the file parsed whole before: it cannot come to this
         raise AssertionError(f"{filename}:{first}: a lazy function body did not parse back")
+    node.__dict__["body"] = parsed.body  # before the class changes: no reader sees the stub
     del node.__dict__[_SOURCE]
     node.__class__ = type(parsed)
-    node.body = parsed.body
     spent("parsing function bodies when read", time.perf_counter() - begun)
-    return node.body
+    return parsed.body
+
+
+def _the_def(
+    text: str, filename: str, node: ast.FunctionDef | ast.AsyncFunctionDef
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The def in `text` at `node`'s line and column, with its name; None when there is none
+    or the text does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = ast.parse(text, filename=filename)
+    except (SyntaxError, ValueError):
+        return None
+    want = (node.lineno, node.col_offset, node.name, type(node).__mro__[1])
+    for found in outermost_functions(module.body):
+        if (found.lineno, found.col_offset, found.name, type(found)) == want:
+            return found
+    return None

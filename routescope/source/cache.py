@@ -3,7 +3,8 @@
 Layout (every write is atomic, so two processes may share it; same key, same bytes):
   blobs/ab/<sha256>                  member contents, named by their RECORD hash
   wheels/<wheel-sha256>.json         central directory + RECORD + METADATA of one wheel
-  wheels/<wheel-sha256>.whl          the whole wheel, only when the server refused ranges
+  wheels/<wheel-sha256>.whl          the whole wheel: one that is mostly Python, or any wheel
+                                     whose server refused ranges; every file is read from it
   releases/<name>/<version>.json     which wheel a published version resolved to
   projects/<name>.json               the index's last answer for a project (versions list)
 """

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
 import httpx
 
+from routescope.errors import RoutescopeError
 from routescope.source.open import open_source
 from routescope.source.wheel import WheelTree
 
@@ -40,7 +42,10 @@ def fetch(
     tree = open_source(spec, offline=offline, progress=progress, client=client)
     missing: tuple[str, ...] = ()
     if isinstance(tree, WheelTree) and tree.can_fetch() and tree.whole_is_cheaper():
-        tree.fetch_whole()  # mostly Python: one request, and every file is read from it
+        # mostly Python: one request, and every file is read from it; a download that fails
+        # (its sha256, the link) leaves the range requests below, which say why if they fail
+        with contextlib.suppress(RoutescopeError):
+            tree.fetch_whole()
     if everything:
         files = tree.files()
         tree.prefetch(files)

@@ -47,7 +47,9 @@ class RangeReader:
             kept = fallback_path.read_bytes()
         except OSError:
             kept = None
-        if kept is not None and self.sha256 and hashlib.sha256(kept).hexdigest() == self.sha256:
+        if kept is not None and (
+            not self.sha256 or hashlib.sha256(kept).hexdigest() == self.sha256
+        ):
             self._whole = kept
         elif kept is not None:  # torn or corrupt on disk: fetched again, as a blob is
             fallback_path.unlink(missing_ok=True)
@@ -85,7 +87,8 @@ class RangeReader:
             atomic_write_bytes(self.fallback_path, data, durable=False)
         except OSError as exc:  # a full disk, a read-only cache: say so, never half a file
             raise RoutescopeError(
-                str(self.fallback_path.parent), f"cannot write the source cache: {exc.strerror}"
+                str(self.fallback_path.parent),
+                f"cannot write the source cache: {exc.strerror or exc}",
             ) from None
         self._whole = data
         return True

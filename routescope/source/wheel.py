@@ -109,15 +109,17 @@ class WheelTree:
         return reader.fetch_whole()
 
     def whole(self) -> RangeReader | None:
-        """The reader of the whole wheel, in memory or kept in the cache (None: neither)."""
+        """The reader of the whole wheel, in memory or kept in the cache (None: neither). A
+        kept wheel is read without a network client: every file is in it, and a member that
+        fails its RECORD hash there is an error, not a request."""
         if not self._probed:  # looked for once; a reader made later reads the kept file itself
-            self._probed = True
             path = cache.full_wheel_path(self._sha256) if self._sha256 else None
             if self._reader is None and path is not None and path.is_file():
                 kept = RangeReader(None, "", subject=self.origin, sha256=self._sha256,
                                    fallback_path=path)  # fmt: skip
                 if kept.whole:
                     self._reader = kept
+            self._probed = True
         reader = self._reader
         return reader if reader is not None and reader.whole else None
 

@@ -163,3 +163,26 @@ def test_a_bad_outline_is_never_used(
     assert info.tree is not None
     assert ast.dump(info.tree, include_attributes=True) == full_dump(TRICKY)
     assert outline.read_outline(hashlib.sha256(data).hexdigest()) is not None  # made again
+
+
+EDGES = {
+    "a last line continued past the def's end": "def f():\n    a = 0\n    x = 1 \\\n  # c\ny = 2\n",
+    "the same in a class": (
+        "class C:\n    def f(self):\n        a = 0\n        x = 1 \\\n  # c\n    y = 2\n"
+    ),
+    "a form feed before the def": "x = 1\n\x0cdef f():\n    a = 0\n    return 1\n",
+    "a form feed before a decorated def": "@d\n\x0cdef f():\n    a = 0\n    return 1\n",
+}
+
+
+@pytest.mark.parametrize("text", list(EDGES.values()), ids=list(EDGES))
+def test_what_its_own_lines_cannot_parse_is_never_left_for_later(text: str) -> None:
+    assert lazy_dump(text) == (full_dump(text), 0)
+
+
+def test_a_def_its_own_lines_do_not_give_back_is_read_from_the_whole_file() -> None:
+    text = EDGES["a last line continued past the def's end"]
+    lines = outline.split_lines(text)
+    forced = outline.Outline(((1, 2, 4, 3, 9),), frozenset())  # as if stubbed after all
+    tree = outline.lazy_tree(lines, forced, "<test>")
+    assert ast.dump(tree, include_attributes=True) == full_dump(text)

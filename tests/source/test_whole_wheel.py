@@ -7,6 +7,7 @@ import hashlib
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 from routescope.analysis.closure import import_closure
@@ -105,3 +106,32 @@ def test_source_fetch_of_a_mostly_python_wheel_is_one_request(
     assert report.requests == 2  # the listing's tail, then the wheel
     assert report.modules >= len(CLOSURE)
     assert _kept(index).is_file()
+
+
+def test_a_kept_wheel_dropped_as_torn_is_fetched_whole_again(python_wheel: FakeIndex) -> None:
+    index = python_wheel
+    tree = open_source("fw==3.0", client=index.client(), progress=False)
+    prefetch_closure(tree, Index(tree))
+    kept = _kept(index)
+    kept.write_bytes(kept.read_bytes()[:-10])
+    again = open_source("fw==3.0", client=index.client(), progress=False)
+    before = len(index.requests)
+    prefetch_closure(again, Index(again))  # the torn one is dropped, and the wheel fetched whole
+    assert [r for r in index.requests[before:] if "bytes=" not in r] and kept.is_file()
+    assert again.read_bytes("fw/layers/topk.py") == TOPK
+
+
+def test_a_whole_download_that_fails_leaves_the_closure_by_ranges(
+    python_wheel: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = python_wheel
+
+    def no_whole(request: httpx.Request) -> None:
+        if "range" not in request.headers and request.url.path.endswith(".whl"):
+            raise httpx.ReadTimeout("simulated: the link dropped", request=request)
+
+    index.on_request = no_whole
+    monkeypatch.setattr("routescope.analysis.closure.load_seeds", lambda name: SEEDS)
+    report = fetch("fw==3.0", client=index.client(), progress=False)
+    assert report.modules == len(CLOSURE) and not _kept(index).exists()
+    assert blob_path(hashlib.sha256(TOPK).hexdigest()).is_file()  # by range requests
