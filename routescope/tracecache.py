@@ -219,7 +219,8 @@ def prefetch_closure(tree: Any, index: Any) -> None:
     fingerprint = getattr(tree, "fingerprint", None)
     if not isinstance(tree, WheelTree) or not callable(fingerprint) or not tree.can_fetch():
         return
-    if tree.whole() is not None:
+    marker = source_root() / "closures" / f"{fingerprint()}.done"
+    if tree.whole() is not None or marker.is_file():  # kept whole, or its closure fetched
         return
     from routescope.analysis.closure import import_closure, load_seeds
     from routescope.errors import RoutescopeError
@@ -228,9 +229,6 @@ def prefetch_closure(tree: Any, index: Any) -> None:
         with contextlib.suppress(RoutescopeError):  # the closure's requests below say why
             if tree.fetch_whole():
                 return
-    marker = source_root() / "closures" / f"{fingerprint()}.done"
-    if marker.is_file():
-        return
     try:
         import_closure(index, load_seeds(tree.name))
     except RoutescopeError:

@@ -135,3 +135,20 @@ def test_a_whole_download_that_fails_leaves_the_closure_by_ranges(
     report = fetch("fw==3.0", client=index.client(), progress=False)
     assert report.modules == len(CLOSURE) and not _kept(index).exists()
     assert blob_path(hashlib.sha256(TOPK).hexdigest()).is_file()  # by range requests
+
+
+def test_a_closure_fetched_before_is_not_fetched_again_whole(
+    python_wheel: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache filled by range requests (before wheels were kept) serves as it is."""
+    index = python_wheel
+    monkeypatch.setattr("routescope.analysis.closure.load_seeds", lambda name: SEEDS)
+    with monkeypatch.context() as m:
+        m.setattr("routescope.source.wheel.WheelTree.whole_is_cheaper", lambda self: False)
+        tree = open_source("fw==3.0", client=index.client(), progress=False)
+        prefetch_closure(tree, Index(tree))
+    again = open_source("fw==3.0", client=index.client(), progress=False)
+    before = len(index.requests)
+    prefetch_closure(again, Index(again))
+    assert len(index.requests) == before and not _kept(index).exists()
+    assert again.read_bytes("fw/layers/topk.py") == TOPK
