@@ -9,13 +9,14 @@ import difflib
 import itertools
 import os
 import re
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from routescope import api
+from routescope import api, timing
 from routescope.errors import RoutescopeError
 from routescope.report import deciding_decision
 
@@ -85,12 +86,20 @@ def releases_between(
             and (lo is None or pv >= lo) and (hi is None or pv <= hi)]  # fmt: skip
 
 
+_TIMINGS = "\x00timings"  # a worker's phases, sent back beside its report
+
+
 def _one(req: api.InspectRequest) -> dict[str, Any]:
-    """One release's report, or why there is none (run in a worker process)."""
+    """One release's report, or why there is none (run in a worker process); with the timings
+    on, the phases it ran, for the parent to show."""
+    start, at = time.perf_counter(), timing.mark()
     try:
-        return {"report": api.inspect(req)}
+        got: dict[str, Any] = {"report": api.inspect(req)}
     except RoutescopeError as exc:
-        return {"error": f"{exc.subject}: {exc.message}"}
+        got = {"error": f"{exc.subject}: {exc.message}"}
+    if timing.enabled():
+        got[_TIMINGS] = (time.perf_counter() - start, timing.rows_since(at))
+    return got
 
 
 def summarise(version: str, got: dict[str, Any]) -> Release:
@@ -162,10 +171,18 @@ def build_timeline(
     reqs = [replace(req, framework=f"{name}=={v}") for v in versions]
     workers = max(1, min(jobs or os.cpu_count() or 1, len(reqs)))
     if workers == 1:
-        results = [_one(r) for r in reqs]
+        results: list[dict[str, Any]] = []
+        for v, one in zip(versions, reqs, strict=True):
+            with timing.phase(f"release {v}"):
+                results.append(_one(one))
+            results[-1].pop(_TIMINGS, None)  # (recorded here already)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             results = list(pool.map(_one, reqs))
+        for v, got in zip(versions, results, strict=True):
+            if _TIMINGS in got:
+                took, rows = got.pop(_TIMINGS)
+                timing.adopt(f"release {v} (in a worker, beside {workers - 1} more)", took, rows)
     rels = [summarise(v, got) for v, got in zip(versions, results, strict=True)]
     groups: list[dict[str, Any]] = []
     for r in rels:

@@ -56,6 +56,26 @@ def phase(label: str) -> Iterator[None]:
         row.seconds = time.perf_counter() - start
 
 
+def mark() -> int:
+    """Where the phases recorded so far end (for rows_since)."""
+    return len(_rows)
+
+
+def rows_since(at: int) -> list[tuple[int, str, float]]:
+    """The phases recorded since `mark()` gave `at`, as (depth, label, seconds), the shallowest
+    at depth 0: what a worker process sends back to be adopted."""
+    got = _rows[at:]
+    top = min((r.depth for r in got), default=0)
+    return [(r.depth - top, r.label, r.seconds) for r in got]
+
+
+def adopt(label: str, seconds: float, rows: list[tuple[int, str, float]]) -> None:
+    """Another process's phases (rows_since), nested under one phase `label` here."""
+    if _ON:
+        _rows.append(_Row(_depth, label, seconds))
+        _rows.extend(_Row(_depth + 1 + depth, text, took) for depth, text, took in rows)
+
+
 def spent(label: str, seconds: float) -> None:
     """Time spent on one kind of work wherever it happens (parsing a module): summed, and
     shown apart from the phases it falls in."""

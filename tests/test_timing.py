@@ -69,3 +69,21 @@ def test_an_error_still_prints_the_phases_up_to_it(
     assert main(["inspect", "/nonexistent/config.json"]) == 2
     _, err = capsys.readouterr()
     assert err.startswith("routescope: error:") and "routescope timings" in err
+
+
+def test_a_workers_phases_are_adopted_under_one_phase(timings: None) -> None:
+    with timing.phase("before"):
+        pass
+    with timing.phase("a phase the work runs in"):
+        at = timing.mark()
+        with timing.phase("trace"), timing.phase("server arguments"):
+            pass
+        sent = timing.rows_since(at)
+    assert sent == [(0, "trace", sent[0][2]), (1, "server arguments", sent[1][2])]
+    timing.enable(True)  # the parent: its own table, then what the worker sent
+    timing.adopt("release 0.5.23 (in a worker)", 3.5, sent)
+    lines = timing.table().splitlines()[1:-1]
+    indents = [(line.strip().rsplit(" ", 1)[0].strip(), len(line) - len(line.lstrip()))
+               for line in lines]  # fmt: skip
+    assert indents == [("release 0.5.23 (in a worker)", 2), ("trace", 4), ("server arguments", 6)]
+    assert lines[0].endswith("3.50")
