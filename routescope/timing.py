@@ -91,8 +91,9 @@ def table() -> str:
     lines = ["routescope timings (wall seconds):"]
     for row in _rows:
         text = f"{'  ' * (row.depth + 1)}{row.label}"
-        if len(text) > width:
-            text = text[: width - 1] + "…"
+        if len(text) > width:  # cut in the middle: a label's end names the step or the GPU
+            keep = (width - 1) // 2
+            text = text[:keep] + "…" + text[len(text) - (width - 1 - keep) :]
         lines.append(f"{text:<{width}} {row.seconds:7.2f}")
     for label, (seconds, count) in _within.items():
         text = f"  within the phases: {label} ({int(count)})"

@@ -9,9 +9,11 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from routescope import timing
 from routescope.analysis.phases.deployment import Deployment
 from routescope.check.policy import Policy
 from routescope.errors import RoutescopeError
@@ -39,7 +41,8 @@ def run_matrix(policy: Policy, *, offline: bool = False, workers: int | None = N
     depend on how the cells were split."""
     from routescope.api import open_framework  # the policy validated the spelling
 
-    rules, tree, version = open_framework(policy.framework, offline=offline)
+    with timing.phase(f"source: open {policy.framework}"):
+        rules, tree, version = open_framework(policy.framework, offline=offline)
     jobs = [(model, gpu) for model in policy.models for gpu in policy.gpus]
     n = min(workers or os.cpu_count() or 1, len(jobs))
     if n <= 1 or "fork" not in multiprocessing.get_all_start_methods():
@@ -52,16 +55,23 @@ def run_matrix(policy: Policy, *, offline: bool = False, workers: int | None = N
             shares = pool.map(_share, [jobs[i::n] for i in range(n)])
     finally:
         _SHARED = None
-    done = {(c.model, c.gpu): c for share in shares for c in share}
+    for i, (share, (took, rows)) in enumerate(shares):  # each worker's phases, with the timings
+        cells = f"{len(share)} cell{'' if len(share) == 1 else 's'}"
+        timing.adopt(f"worker {i + 1} of {n} ({cells}, beside the others)", took, rows)
+    done = {(c.model, c.gpu): c for share, _ in shares for c in share}
     return [done[job] for job in jobs]
 
 
 _SHARED: Any = None  # what a forked worker reads: the policy and the opened framework
 
 
-def _share(jobs: list[tuple[str, str]]) -> list[Cell]:
+def _share(
+    jobs: list[tuple[str, str]],
+) -> tuple[list[Cell], tuple[float, list[tuple[int, str, float]]]]:
     policy, offline, rules, tree, version = _SHARED
-    return _cells(policy, offline, rules, tree, version, jobs)
+    start, at = time.perf_counter(), timing.mark()
+    cells = _cells(policy, offline, rules, tree, version, jobs)
+    return cells, (time.perf_counter() - start, timing.rows_since(at))
 
 
 def _cells(policy: Policy, offline: bool, rules: Any, tree: Any, version: str | None,
@@ -81,17 +91,21 @@ def _cells(policy: Policy, offline: bool, rules: Any, tree: Any, version: str | 
 
     cells: list[Cell] = []
     for model, gpu in jobs:
-        got = spec(model)
-        if isinstance(got, RoutescopeError):
-            cells.append(Cell(model, gpu, None, got.message))
-            continue
-        dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant,
-                         server_args=dict(policy.server_args), env=dict(policy.env),
-                         packages=dict(policy.packages))  # fmt: skip
-        try:
-            report = traced_report(tree, index, rules, got, dep, version)
-        except RoutescopeError as exc:
-            cells.append(Cell(model, gpu, None, f"{exc.subject}: {exc.message}"))
-            continue
-        cells.append(Cell(model, gpu, report))
+        with timing.phase(f"{model} on {gpu}"):
+            cells.append(_cell(policy, rules, tree, version, index, spec(model), model, gpu))
     return cells
+
+
+def _cell(policy: Policy, rules: Any, tree: Any, version: str | None, index: Any, got: Any,
+          model: str, gpu: str) -> Cell:  # fmt: skip
+    """One model on one GPU: its report (traced, or read back), or why there is none."""
+    if isinstance(got, RoutescopeError):
+        return Cell(model, gpu, None, got.message)
+    dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant,
+                     server_args=dict(policy.server_args), env=dict(policy.env),
+                     packages=dict(policy.packages))  # fmt: skip
+    try:
+        report = traced_report(tree, index, rules, got, dep, version)
+    except RoutescopeError as exc:
+        return Cell(model, gpu, None, f"{exc.subject}: {exc.message}")
+    return Cell(model, gpu, report)

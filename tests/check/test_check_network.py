@@ -277,3 +277,25 @@ def test_vllm_deployments_are_checked_and_locked_as_sglang_ones(
     code, out, _ = run(["check", "--policy", str(path)], capsys)  # against its own lock
     assert code == ExitCode.CHECK_FAILED, out  # the SM100 verdict still fails the policy
     assert out.count("lock: matches the lock") == 2
+
+
+def test_with_the_timings_on_each_workers_cells_show_their_phases(tmp_path: Path) -> None:
+    from routescope import timing
+
+    policy = load_policy(
+        write_policy(tmp_path, policy_text([GLM5, DSV3], "sglang==0.5.9", ["sm120"]))
+    )
+    timing.enable(True)
+    try:
+        cells = run_matrix(policy, workers=2)
+        table = timing.table()
+    finally:
+        timing.enable(False)
+    assert all(c.report is not None for c in cells)
+    lines = table.splitlines()
+    assert any(line.startswith("  source: open sglang==0.5.9") for line in lines)
+    for i, cell in ((1, GLM5), (2, DSV3)):
+        at = next(n for n, line in enumerate(lines) if f"worker {i} of 2 (1 cell" in line)
+        label = lines[at + 1].strip().rsplit(" ", 1)[0].strip()  # nested under its worker
+        head, _, tail = label.partition("…")
+        assert f"{cell} on sm120".startswith(head) and f"{cell} on sm120".endswith(tail)
