@@ -23,6 +23,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from routescope.fsutil import atomic_write_bytes, cache_root
@@ -41,7 +42,7 @@ class Outline:
     factories: frozenset[str]  # its top-level decorator factories
 
 
-def outline_path(digest: str) -> Any:
+def outline_path(digest: str) -> Path:
     return cache_root() / "outlines" / _VERSION / digest[:2] / f"{digest}.json"
 
 
