@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,38 @@ def write_outline(digest: str, outline: Outline) -> None:
     with contextlib.suppress(OSError):  # a read-only cache: the next parse is whole again
         # no fsync: an entry torn by a crash fails its checksum and is made again
         atomic_write_bytes(outline_path(digest), text.encode(), durable=False)
+
+
+def summary_path(digest: str, kind: str) -> Path:
+    return cache_root() / "outlines" / _VERSION / digest[:2] / f"{digest}.{kind}.json"
+
+
+def file_summary(digest: str, kind: str, compute: Callable[[], frozenset[str]]) -> frozenset[str]:
+    """A set of strings computed from a file's whole tree, kept beside its outline by the file's
+    sha256 and the Python version: a summary that walks every function body would otherwise
+    parse a lazily parsed file's bodies again in every process. `kind` names the summary and
+    its format (a change of what it computes gets a new kind); an entry that fails its checksum
+    is computed again."""
+    path = summary_path(digest, kind)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        names = data["names"]
+        if data.get("check") == _summary_check(digest, kind, names) and all(
+            isinstance(n, str) for n in names
+        ):
+            return frozenset(names)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # missing or corrupt: computed, and written again
+    got = compute()
+    names = sorted(got)
+    text = json.dumps({"names": names, "check": _summary_check(digest, kind, names)})
+    with contextlib.suppress(OSError):  # a read-only cache: computed again next time
+        atomic_write_bytes(path, text.encode(), durable=False)
+    return got
+
+
+def _summary_check(digest: str, kind: str, names: list[str]) -> str:
+    return hashlib.sha256(json.dumps([digest, kind, names]).encode()).hexdigest()
 
 
 def make_outline(tree: ast.Module, factories: frozenset[str], lines: list[str]) -> Outline:

@@ -186,3 +186,39 @@ def test_a_def_its_own_lines_do_not_give_back_is_read_from_the_whole_file() -> N
     forced = outline.Outline(((1, 2, 4, 3, 9),), frozenset())  # as if stubbed after all
     tree = outline.lazy_tree(lines, forced, "<test>")
     assert ast.dump(tree, include_attributes=True) == full_dump(text)
+
+
+def test_a_file_summary_is_kept_by_content_and_a_bad_one_is_computed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from routescope.analysis.engine.imports import NAMES_READ, names_read
+
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
+    data = TRICKY.encode()
+    digest = hashlib.sha256(data).hexdigest()
+    modules._AST_MEMO.clear()
+    parse_module("m", "m.py", data)  # the outline made
+    modules._AST_MEMO.clear()
+    lazy = parse_module("m", "m.py", data).tree
+    assert lazy is not None
+    whole = names_read(ast.parse(TRICKY))
+    assert {"a", "b", "x", "os"} <= whole
+    calls: list[int] = []
+
+    def compute() -> frozenset[str]:
+        calls.append(1)
+        return names_read(lazy)
+
+    assert outline.file_summary(digest, NAMES_READ, compute) == whole
+    modules._AST_MEMO.clear()
+    again = parse_module("m", "m.py", data).tree
+    assert again is not None and type(again.body[2]) is outline.FunctionDef
+    assert outline.file_summary(digest, NAMES_READ, compute) == whole
+    assert len(calls) == 1  # read back, not computed
+    assert type(again.body[2]) is outline.FunctionDef  # and no body of the file was parsed
+    path = outline.summary_path(digest, NAMES_READ)
+    for bad in (b"not json", path.read_bytes().replace(b'"a"', b'"zz"')):
+        path.write_bytes(bad)
+        assert outline.file_summary(digest, NAMES_READ, compute) == whole
+    assert len(calls) == 3
+    assert outline.file_summary(digest, "other-kind", lambda: frozenset({"q"})) == {"q"}

@@ -21,7 +21,7 @@ from routescope.analysis.engine.values import (
     Value,
     raises_value,
 )
-from routescope.analysis.outline import factories_of
+from routescope.analysis.outline import factories_of, file_summary
 
 MODULE_STMT_STEPS = 80_000
 
@@ -149,10 +149,14 @@ class ImportsMixin(EngineBase):
     def _names_read(self, module: str) -> frozenset[str]:
         """The names and dotted attribute paths (a, a.b, a.b.c) a module's code reads."""
         got = self._reads.get(module)
-        if got is None:  # (the walk parses a lazily parsed file's bodies: few files are asked)
+        if got is None:  # (the walk would parse a lazily parsed file's bodies: kept on disk)
             info = self.index.module(module)
             tree = info.tree if info is not None else None
-            got = self._reads[module] = names_read(tree) if tree is not None else frozenset()
+            if info is None or tree is None:
+                got = frozenset()
+            else:
+                got = file_summary(info.sha256, NAMES_READ, lambda: names_read(tree))
+            self._reads[module] = got
         return got
 
     def _absolute(self, node: ast.ImportFrom) -> str:
@@ -287,6 +291,9 @@ class LazyName(Value):
         if "__getattr__" in mod.globals:
             return self.engine.module_attr(mod, self.name)
         return Unknown(f"{self.module} has no name {self.name}", kind=UnknownKind.ABSENT)
+
+
+NAMES_READ = "names-read-1"  # what names_read computes, and its version
 
 
 def names_read(tree: ast.Module) -> frozenset[str]:
