@@ -91,6 +91,7 @@ class EngineBase:
     _unbuilt: set[int]
     tensor_data: dict[int, Value]
     _texts: dict[int, tuple[ast.AST, str]]
+    _decided: dict[tuple[Any, ...], tuple[ast.expr, Decision]]
     _closure_env: dict[str, Value] | None
     _self_stack: list[tuple[Value | None, ClassVal | None, FunctionVal]]
 

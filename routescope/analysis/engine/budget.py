@@ -64,8 +64,11 @@ class Budget:
             return min(routed, self.merge_at)
         return self.merge_at
 
-    def check_time(self, st: PathState) -> None:
-        self.steps += 1
+    def past(self, st: PathState) -> None:
+        """After a step is counted (`steps += 1`, inline in the engine's two hottest places,
+        ev and exec_stmt, where a call per step was a measurable cost; they call this only
+        where the step may end something: a local limit passed, a path past the kernel that
+        routes, every 4096th step): raise where it went past a budget."""
         if self.local and self.steps > self.local[-1][0]:
             raise BudgetExceeded(self.local[-1][1])
         if st.routed and self.routed_steps is not None:

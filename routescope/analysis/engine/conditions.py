@@ -90,31 +90,35 @@ class ConditionsMixin(EngineBase):
         return out
 
     def make_decision(self, st: PathState, test: ast.expr, t: bool | None, v: Value) -> Decision:
+        why = v if isinstance(v, Unknown) else None
+        if t is None and isinstance(v, (DictVal, SetVal)):  # a container's contents
+            why = entries(st, v).rest or why
+        ctx = self.ctx[-1] if self.ctx else None
+        file, function = (ctx.file, ctx.function) if ctx is not None else ("", "")
+        reason, kind = (why.reason, why.kind) if why is not None else ("", None)
+        if not self.record_inputs:  # set-up code: no inputs or parts, so one Decision serves
+            # every evaluation of this test in this function with this outcome (it is frozen;
+            # a loop over a few hundred items decides its test a few hundred times)
+            key = (id(test), file, function, t, reason, kind)
+            known = self._decided.get(key)
+            if known is not None and known[0] is test:
+                return known[1]
+            made = Decision(file, test.lineno, function, self.source_text(test), t,
+                            reason=reason, kind=kind)  # fmt: skip
+            self._decided[key] = (test, made)  # the node is kept: its id stays its own
+            return made
         parts: list[Part] = []
         # which and/or operand decided, by re-evaluating each: only where decisions are read
         # one by one (set-up code evaluated for its result, not its guards, skips the cost)
-        if isinstance(test, ast.BoolOp) and self.record_inputs:
+        if isinstance(test, ast.BoolOp):
             for operand in test.values:
                 pv = self.peek(st, operand)
                 pt = truth_in(st, pv) if pv is not None else None
                 parts.append(Part(self.source_text(operand), pt))
                 if pt is not None and pt != isinstance(test.op, ast.And):
                     break
-        why = v if isinstance(v, Unknown) else None
-        if t is None and isinstance(v, (DictVal, SetVal)):  # a container's contents
-            why = entries(st, v).rest or why
-        ctx = self.ctx[-1] if self.ctx else None
-        return Decision(
-            file=ctx.file if ctx is not None else "",
-            line=test.lineno,
-            function=ctx.function if ctx is not None else "",
-            text=self.source_text(test),
-            value=t,
-            inputs=tuple(self.inputs(st, test)),
-            parts=tuple(parts),
-            reason=why.reason if why is not None else "",
-            kind=why.kind if why is not None else None,
-        )
+        return Decision(file, test.lineno, function, self.source_text(test), t,
+                        tuple(self.inputs(st, test)), tuple(parts), reason, kind)  # fmt: skip
 
     def peek(self, st: PathState, node: ast.expr) -> Value | None:
         """Re-evaluate a side-effect-free operand on a scratch copy of the path."""

@@ -182,9 +182,11 @@ def _is_init_var(cls: ClassVal, name: str) -> bool:
     for c in cls.mro():
         ann = c.annotations.get(name)
         if ann is not None:
-            head = ann.value if isinstance(ann, ast.Subscript) else ann
-            text = ast.unparse(head) if isinstance(head, ast.expr) else ""
-            return text.split(".")[-1] == "InitVar"
+            head = ann.value if isinstance(ann, ast.Subscript) else ann  # `InitVar[int]`
+            # InitVar or dataclasses.InitVar (no other expression's source ends in "InitVar")
+            return (isinstance(head, ast.Name) and head.id == "InitVar") or (
+                isinstance(head, ast.Attribute) and head.attr == "InitVar"
+            )
     return False
 
 

@@ -26,8 +26,9 @@ from routescope.analysis.engine.loops import LoopsMixin
 from routescope.analysis.engine.objects import ObjectsMixin
 from routescope.analysis.engine.operators import OperatorsMixin
 from routescope.analysis.engine.sinks import SinksMixin
-from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.stmts import StmtMixin
+from routescope.analysis.engine.subscripts import SubscriptsMixin
 from routescope.analysis.engine.values import (
     ClassVal,
     FunctionVal,
@@ -39,6 +40,7 @@ from routescope.analysis.engine.withs import WithMixin
 
 class Engine(
     ExprMixin,
+    SubscriptsMixin,
     OperatorsMixin,
     ConditionsMixin,
     ComprehensionsMixin,
@@ -93,6 +95,7 @@ class Engine(
         self.construct_hooks: dict[ClassVal, Any] = {}
         self._texts: dict[int, tuple[ast.AST, str]] = {}  # id(node) -> (node, its source)
         self._names_in: dict[int, tuple[ast.expr, list[tuple[ast.expr, str]]]] = {}
+        self._decided: dict[tuple[Any, ...], tuple[ast.expr, Decision]] = {}  # see make_decision
         # set-up code that raises for want of runtime state no phase builds (process groups
         # and ranks of a running worker): a call that raises uncaught reads as returning an
         # unknown value, while `tolerant` (see phases/setup.run_phase)

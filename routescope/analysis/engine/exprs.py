@@ -10,25 +10,17 @@ from typing import Any
 
 from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Paths, handler
 from routescope.analysis.engine.containers import (
-    UNHASHABLE,
     DictVal,
     Entries,
     ListVal,
     SetVal,
     TupleVal,
-    from_python,
-    key_of,
     new_set,
     new_tuple,
 )
 from routescope.analysis.engine.contents import (
-    contains,
-    dict_get,
     entries,
     iteration,
-    layout_of,
-    perhaps_item,
-    seq_items,
     snapshot,
     truth_in,
 )
@@ -38,28 +30,31 @@ from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
-    ClassVal,
     Const,
     External,
-    FunctionVal,
     PythonRaise,
     Tensor,
     Unknown,
     UnknownKind,
     Value,
-    describe,
     may_raise,
     merge_origins,
     raises,
     unknown_from,
 )
-from routescope.analysis.library.records import ANNOTATED
-from routescope.analysis.library.typing import LITERAL, annotated, literal
 
 
 class ExprMixin(EngineBase):
     def ev(self, st: PathState, node: ast.expr) -> Paths:
-        self.budget.check_time(st)
+        b = self.budget  # one evaluation step (see Budget.past)
+        b.steps += 1
+        if st.routed or not b.steps & 4095 or (b.local and b.steps > b.local[-1][0]):
+            b.past(st)
+        if type(node) is ast.Name:  # the commonest by far: ev_Name without the dispatch
+            v = self.lookup_name(st, node.id)
+            if isinstance(v, Unknown) and v.exc is not None:
+                return self._raising(node, [(st, v)])
+            return [(st, v)]
         method = _HANDLERS.get((type(self), "ev_", type(node)), _UNSEEN)
         if method is _UNSEEN:
             method = handler(self, "ev_", node)
@@ -95,8 +90,25 @@ class ExprMixin(EngineBase):
         return out
 
     def ev_seq(self, st: PathState, nodes: list[ast.expr]) -> list[tuple[PathState, list[Value]]]:
-        acc: list[tuple[PathState, list[Value]]] = [(st, [])]
-        for n in nodes:
+        vals: list[Value] = []
+        acc: list[tuple[PathState, list[Value]]] = [(st, vals)]
+        rest = nodes
+        for k, n in enumerate(nodes):  # the commonest: each part goes one way, on this path
+            if type(n) is ast.Starred or st.raising is not None:
+                rest = nodes[k:]
+                break
+            got = self.ev(st, n)
+            if len(got) == 1 and got[0][0] is st:
+                vals.append(got[0][1])
+                continue
+            acc = [(s, [*vals, v]) for s, v in got]  # it forked: on as below, from the next
+            if len(acc) > self.budget.merge_at:
+                acc = merge_partials(acc, f"{self.current_file()}:{n.lineno}")
+            rest = nodes[k + 1 :]
+            break
+        else:
+            return acc
+        for n in rest:
             nxt: list[tuple[PathState, list[Value]]] = []
             for s, vals in acc:
                 if s.raising is not None:  # an earlier part raised: the rest is not evaluated
@@ -256,89 +268,6 @@ class ExprMixin(EngineBase):
                     got.truthy = v.truthy  # -x is zero exactly when x is
                 out.append((s, got))
         return out
-
-    def ev_Subscript(self, st: PathState, node: ast.Subscript) -> Paths:
-        out: Paths = []
-        for s, (obj, idx) in self.ev_seq(st, [node.value, node.slice]):
-            out.append((s, self.subscript(s, obj, idx)))
-        return out
-
-    def ev_Slice(self, st: PathState, node: ast.Slice) -> Paths:
-        parts = [
-            p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)
-        ]
-        out: Paths = []
-        for s, vals in self.ev_seq(st, parts):
-            if all(isinstance(v, Const) for v in vals):
-                out.append((s, Const(slice(*(v.value for v in vals)))))  # type: ignore[attr-defined]
-            else:
-                out.append((s, Unknown("slice", kind=UnknownKind.UNSUPPORTED)))
-        return out
-
-    def subscript(self, st: PathState, obj: Value, idx: Value) -> Value:
-        if isinstance(obj, DictVal):
-            if key_of(idx) is UNHASHABLE:  # Python refuses the key before looking
-                return raises("TypeError", f"unhashable dict key {describe(idx)}")
-            got = dict_get(st, obj, idx)
-            if got is None:
-                return raises("KeyError", f"a dict lookup of a missing key {describe(idx)}")
-            if isinstance(got, Unknown) and not self._surely_in(st, obj, idx):
-                # the key may be missing; where it is there, a key a comprehension perhaps
-                # kept holds its item
-                return may_raise("KeyError", got, perhaps_item(st, obj, idx))
-            return got
-        if isinstance(obj, ListVal) and isinstance(idx, Const) and type(idx.value) is int:
-            return self._list_item(st, obj, idx.value)
-        obj = snapshot(st, obj)
-        if isinstance(obj, Const) and isinstance(idx, Const):
-            try:
-                return from_python(obj.value[idx.value], merge_origins(obj, idx))
-            except Exception as exc:
-                return raises(type(exc).__name__, "subscript raised")
-        if isinstance(obj, Tensor):
-            return Tensor(producer=obj.producer, made_at=obj.made_at, role=obj.role)
-        if isinstance(obj, TupleVal) and isinstance(idx, Const):
-            at = idx.value
-            if isinstance(at, slice):
-                return new_tuple(obj.items[at])  # t[1:]
-            if isinstance(at, int) and -len(obj.items) <= at < len(obj.items):
-                return obj.items[at]
-            return raises("IndexError", "a tuple index out of range")
-        if isinstance(obj, FunctionVal):
-            return obj  # kernel[grid]: the launcher is the kernel
-        if isinstance(obj, External) and obj.name in ANNOTATED:
-            return annotated(idx)
-        if isinstance(obj, External) and obj.name in LITERAL:
-            return literal(idx)
-        if isinstance(obj, (External, ClassVal)):
-            return obj  # typing generics, Optional[int]
-        got = unknown_from("subscript of unknown", obj, idx)
-        if isinstance(obj, (TupleVal, Const)) and isinstance(idx, Unknown):
-            return may_raise("IndexError", got)  # a known sequence at an unknown index
-        return got
-
-    def _list_item(self, st: PathState, obj: ListVal, at: int) -> Value:
-        """A list at a known index: its item where the list's items are known up to there
-        (none perhaps absent), an IndexError past a known end; a list of unknown length may
-        be too short, so the way that raises is kept beside the one that goes on."""
-        items = seq_items(st, obj)
-        if items is not None:
-            if -len(items) <= at < len(items):
-                return items[at]
-            return raises("IndexError", "list index out of range")
-        layout = layout_of(obj, st)
-        why = st.contents(obj).why or Unknown("an item of a list of unknown length")
-        got = unknown_from("an item of a list of unknown length", why)
-        if layout is not None:
-            sure = sum(1 for _, perhaps in layout if not perhaps)
-            if 0 <= at < len(layout) and not any(p for _, p in layout[: at + 1]):
-                return layout[at][0]
-            if -sure <= at < sure:  # there on every way, which item it is depends
-                return got
-        return may_raise("IndexError", got)
-
-    def _surely_in(self, st: PathState, d: DictVal, key: Value) -> bool:
-        return contains(st, d, key) is True
 
     def ev_Lambda(self, st: PathState, node: ast.Lambda) -> Paths:
         return [(st, self.make_lambda(st, node))]

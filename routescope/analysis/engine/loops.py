@@ -44,7 +44,7 @@ class LoopsMixin(EngineBase):
                         nxt.append(skip)
                     nxt.extend(went)
                 live = nxt
-                if len(live) > self.budget.merge_limit(
+                if len(live) > 1 and len(live) > self.budget.merge_limit(
                     live
                 ):  # each undecided iteration would double the paths
                     live = merge_paths(live, f"{self.current_file()}:{node.lineno}")

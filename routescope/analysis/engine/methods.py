@@ -27,7 +27,7 @@ from routescope.analysis.engine.contents import (
     seq_items,
     snapshot,
 )
-from routescope.analysis.engine.operators import equal
+from routescope.analysis.engine.equality import equal
 from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (

@@ -64,7 +64,10 @@ class StmtMixin(EngineBase):
         return done + [(s, "normal", None) for s in live]
 
     def exec_stmt(self, st: PathState, node: ast.stmt) -> list[Outcome]:
-        self.budget.check_time(st)
+        b = self.budget  # one evaluation step (see Budget.past)
+        b.steps += 1
+        if st.routed or not b.steps & 4095 or (b.local and b.steps > b.local[-1][0]):
+            b.past(st)
         method = _HANDLERS.get((type(self), "ex_", type(node)), _UNSEEN)
         if method is _UNSEEN:
             method = handler(self, "ex_", node)
@@ -230,7 +233,10 @@ class StmtMixin(EngineBase):
     def ex_If(self, st: PathState, node: ast.If) -> list[Outcome]:
         out: list[Outcome] = []
         for s, taken in self.decide(st, node.test):
-            out.extend(self.exec_block(s, node.body if taken else node.orelse))
+            if taken or node.orelse:
+                out.extend(self.exec_block(s, node.body if taken else node.orelse))
+            else:  # no else clause: on, as an empty block would
+                out.append((s, "normal", None))
         return out
 
     def ex_Return(self, st: PathState, node: ast.Return) -> list[Outcome]:
