@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import re
 import time
 import tokenize
 import warnings
@@ -42,6 +43,9 @@ class ModuleInfo:
     lines: tuple[str, ...]  # source lines, lines[0] is line 1
     unparseable: str | None
     factories: frozenset[str] | None = None  # its top-level decorator factories
+    # `lines` are the parser's lines (str.splitlines also splits at a form feed and other
+    # separators the tokenizer reads as text, which shifts the lines after one)
+    aligned: bool = True
 
     def line(self, lineno: int) -> str:
         """The text of 1-based line `lineno` ("" past the end)."""
@@ -85,7 +89,14 @@ def parse_module(name: str, relpath: str, data: bytes) -> ModuleInfo:
         if len(_AST_MEMO) > _AST_MEMO_SIZE:
             _AST_MEMO.popitem(last=False)
     tree, outline = parsed
-    return ModuleInfo(name, relpath, is_package, digest, tree, lines, None, outline.factories)
+    aligned = _NOT_A_LINE_END_TO_THE_PARSER.search(text) is None
+    return ModuleInfo(
+        name, relpath, is_package, digest, tree, lines, None, outline.factories, aligned
+    )
+
+
+# what str.splitlines ends a line at and the tokenizer does not
+_NOT_A_LINE_END_TO_THE_PARSER = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def _parse(text: str, relpath: str, digest: str) -> tuple[ast.Module, Outline]:

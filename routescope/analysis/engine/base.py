@@ -79,6 +79,7 @@ class EngineBase:
     default_dtype: str | None
     construct_hooks: dict[ClassVal, Any]
     _lines: dict[str, tuple[str, ...]]
+    _aligned: set[str]
     _in_module_getattr: set[str]
     _memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]]
     _memo_keep: list[Value]

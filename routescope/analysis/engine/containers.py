@@ -310,9 +310,16 @@ def str_dict(items: dict[str, Value]) -> DictVal:
 def new_set(members: Iterable[Value]) -> Value:
     """A set of these members; Unknown when Python raises (an unhashable member)."""
     ms = list(members)
-    if any(key_of(m) is UNHASHABLE for m in ms):
+    keys = [key_of(m) for m in ms]
+    if UNHASHABLE in keys:
         return raises("TypeError", "a set of unhashable members")
-    return SetVal(Entries({}).with_items((m, m) for m in ms))
+    if UNTOLD in keys:
+        return SetVal(Entries({}).with_items((m, m) for m in ms))
+    items: dict[Hashable, tuple[Value, Value]] = {}
+    for k, m in zip(keys, ms, strict=True):  # with_items, each key found once
+        first = items.get(k)
+        items[k] = (first[0] if first is not None else m, m)
+    return SetVal(Entries(items))
 
 
 def from_python(value: Any, origins: tuple[str, ...] = ()) -> Value:

@@ -66,6 +66,7 @@ class Engine(
         self.loading: set[str] = set()
         self.ctx: list[Ctx] = []
         self._lines: dict[str, tuple[str, ...]] = {}
+        self._aligned: set[str] = set()  # files whose `_lines` are the parser's (ModuleInfo)
         self._in_module_getattr: set[str] = set()
         self._memo: dict[tuple[Any, ...], tuple[Value, list[Any], Any]] = {}
         self.not_built: set[ClassVal] = set()

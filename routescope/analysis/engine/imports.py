@@ -42,6 +42,8 @@ class ImportsMixin(EngineBase):
             )
             return mod
         self._lines[info.relpath] = info.lines
+        if info.aligned:
+            self._aligned.add(info.relpath)
         self.loading.add(name)
         st = PathState(envs=[mod.globals])
         self.ctx.append(Ctx(mod, info.relpath, f"{name}:<module>"))

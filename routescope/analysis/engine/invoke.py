@@ -348,17 +348,12 @@ class InvokeMixin(EngineBase):
             return [(st, "stop", Unknown(st.stopped, kind=UnknownKind.BUDGET))]
         depth = (len(st.frames), len(st.envs))
         env = self.bind(fn, args, kwargs)
-        generator = is_generator(fn.node)  # its body runs now; a call gives what it yields
+        rel = fn.module.relpath  # its body runs now; a call gives what it yields (YIELDS)
+        generator = is_generator(fn.node, self._lines.get(rel) if rel in self._aligned else None)
         if generator:
             env[YIELDS] = new_tuple([])
-        frame = Frame(
-            fn.qualname,
-            fn.module.relpath,
-            fn.node.lineno,
-            self.current_file(),
-            getattr(node, "lineno", 0),
-            fn.decorators,
-        )
+        frame = Frame(fn.qualname, rel, fn.node.lineno, self.current_file(),
+                      getattr(node, "lineno", 0), fn.decorators)  # fmt: skip
         st.frames.append(frame)
         st.trail.append(frame)
         st.envs.append(env)
