@@ -333,6 +333,21 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # sglang 0.5.23 arg_groups/fields/__init__.py:46 `n not in set(POSITIONAL_FIELD_ORDER)`
+    # per field: a new set each time (its contents made once), never the same object
+    "set_of_a_constant_each_call": """
+ORDER = ("a", "b", "c", "b")
+
+def route(x):
+    first, second = set(ORDER), set(ORDER)
+    second.add("d")
+    second.discard("a")
+    rest = [n for n in ("a", "d", "e") if n not in set(ORDER)]
+    if (first == {"a", "b", "c"} and second == {"b", "c", "d"} and first is not second
+            and rest == ["d", "e"] and len(set(ORDER)) == 3 and set("aba") == {"a", "b"}):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

@@ -161,6 +161,8 @@ def over_containers(
         return SetVal(Entries({k: (kv, kv) for k, (kv, _) in e.items.items()}, e.rest))
     if name not in ("list", "set") and all(isinstance(a, Const) for a in args):
         return None  # the pure builtin computes it
+    if name == "set" and len(args) == 1 and isinstance(args[0], Const) and not kwargs:
+        return _set_of_constant(args[0])
     seqs = [iteration(a, st) for a in args]
     if name in ("list", "reversed") and len(args) == 1 and seqs[0] is None and not kwargs:
         layout = layout_of(args[0], st)  # a copy of a list known as items some perhaps absent
@@ -208,3 +210,23 @@ def _dict_of(st: PathState, arg: Value, kwargs: dict[str, Value]) -> Value | Non
         e = Entries({}).with_items((kv[0], kv[1]) for kv in kvs if kv is not None)
     e = e.with_items((Const(k), v) for k, v in kwargs.items())
     return DictVal(Entries(dict(e.items), e.rest))
+
+
+_SETS_OF: dict[int, tuple[Const, Value]] = {}  # id(constant) -> (it, kept; its set's contents)
+
+
+def _set_of_constant(c: Const) -> Value | None:
+    """`set(a_constant)`: a new set each call, its contents made once per constant (a set of
+    a module's tuple of a few hundred names, in a loop that tests each field against it, was
+    built again on every pass). None when the builtin decides (not iterable: it raises)."""
+    known = _SETS_OF.get(id(c))
+    if known is None or known[0] is not c:
+        items = iteration(c, PathState(envs=[{}]))
+        if items is None or len(items) > SEQ_LIMIT:
+            return None
+        made = new_set(items)
+        if len(_SETS_OF) > 4096:
+            _SETS_OF.clear()
+        known = _SETS_OF[id(c)] = (c, made)
+    made = known[1]
+    return SetVal(made.base) if isinstance(made, SetVal) else made
