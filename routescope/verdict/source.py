@@ -54,12 +54,16 @@ def function_at(index: Index, relpath: str, line: int) -> FunctionSource | None:
     if info is None or info.tree is None:
         return None
     best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    for node in ast.walk(info.tree):
-        if not isinstance(node, _DEFS):
+    todo: list[ast.AST] = list(info.tree.body)
+    while todo:  # only into statements that cover the line (a function's body is parsed when
+        node = todo.pop()  # read: the others stay unread)
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if first is not None and not first <= line <= (last or first):
             continue
-        covers = node.lineno <= line <= (node.end_lineno or node.lineno)
-        if covers and (best is None or node.lineno > best.lineno):
+        if isinstance(node, _DEFS) and (best is None or node.lineno > best.lineno):
             best = node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            todo.extend(getattr(node, field, None) or ())
     return FunctionSource(info, best) if best is not None else None
 
 
