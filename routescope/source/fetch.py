@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from routescope.errors import RoutescopeError
 from routescope.source.open import open_source
 from routescope.source.wheel import WheelTree
+
+if TYPE_CHECKING:  # (imported where a request is made: 50 ms a command need not spend)
+    import httpx
 
 
 @dataclass(frozen=True, slots=True)

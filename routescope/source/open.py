@@ -6,8 +6,7 @@ import os
 import re
 import sys
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from routescope.errors import RoutescopeError
 from routescope.source import cache, registry
@@ -16,6 +15,9 @@ from routescope.source.local import CheckoutTree, InstalledTree
 from routescope.source.remote import RangeReader
 from routescope.source.tree import SourceTree, normalize_name
 from routescope.source.wheel import WheelTree
+
+if TYPE_CHECKING:  # (imported where a request is made: 50 ms a command need not spend)
+    import httpx
 
 SPEC = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9.+!_-]+)\s*$")
 

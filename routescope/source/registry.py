@@ -6,17 +6,17 @@ import bisect
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from routescope.errors import RoutescopeError
 from routescope.source import cache
 from routescope.source.pipconf import index_urls
 from routescope.source.tree import normalize_name
 
+if TYPE_CHECKING:  # (imported where a request is made: 50 ms a command need not spend)
+    import httpx
+
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
-TIMEOUT = httpx.Timeout(10.0, connect=5.0)  # a few seconds: a dead mirror must not hang a CI job
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,10 @@ class WheelFile:
 
 def make_client(transport: httpx.BaseTransport | None = None) -> httpx.Client:
     """The HTTP client routescope uses (tests pass an httpx.MockTransport)."""
-    return httpx.Client(timeout=TIMEOUT, follow_redirects=True, transport=transport, http2=False)
+    import httpx
+
+    timeout = httpx.Timeout(10.0, connect=5.0)  # a few seconds: a dead mirror must not hang CI
+    return httpx.Client(timeout=timeout, follow_redirects=True, transport=transport, http2=False)
 
 
 def unreachable(subject: str, name: str, why: str) -> RoutescopeError:
@@ -61,6 +64,8 @@ def project_files(client: httpx.Client, name: str) -> list[WheelFile]:
 
 def _project_answer(client: httpx.Client, name: str, url: str, base: str) -> dict[str, Any] | None:
     """The index's PEP 691 answer for one project, or None when it has no such project."""
+    import httpx
+
     try:
         resp = client.get(url, headers={"Accept": SIMPLE_JSON})
     except httpx.TimeoutException:
@@ -84,6 +89,8 @@ def _project_answer(client: httpx.Client, name: str, url: str, base: str) -> dic
 
 def parse_files(data: dict[str, Any], norm: str, base_url: str) -> list[WheelFile]:
     """The wheels in a PEP 691 project answer (relative URLs resolved against `base_url`)."""
+    import httpx
+
     out = []
     for entry in data.get("files", []):
         filename = str(entry.get("filename", ""))

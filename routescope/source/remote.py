@@ -7,11 +7,13 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from routescope.errors import RoutescopeError
 from routescope.fsutil import atomic_write_bytes
+
+if TYPE_CHECKING:  # (imported where a request is made: 50 ms a command need not spend)
+    import httpx
 
 PARALLEL = 16  # concurrent range requests: each costs a round trip, not bandwidth
 RETRIES = 2  # a truncated or reset transfer is tried again this many times
@@ -108,6 +110,8 @@ class RangeReader:
     def _get(self, range_header: str | None, expect: int | None) -> tuple[bytes, int]:
         """One GET: of `range_header`'s bytes (206), or with None of the whole file, returned
         unchecked (a 200 to a range request is checked and kept, as the fallback)."""
+        import httpx
+
         headers = {"Range": range_header} if range_header is not None else {}
         if self.client is None:  # a reader of the kept whole file only (offline)
             raise RoutescopeError(self.subject, "not cached, and offline")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import httpx
+from typing import TYPE_CHECKING
 
 from routescope.errors import RoutescopeError
 from routescope.source import cache, registry
+
+if TYPE_CHECKING:  # (imported where a request is made: 50 ms a command need not spend)
+    import httpx
 
 
 def list_versions(
