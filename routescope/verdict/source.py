@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 
 from routescope.analysis.index import Index
 from routescope.analysis.modules import ModuleInfo, module_name
@@ -14,8 +14,8 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _BLOCKS = ("body", "orelse", "finalbody", "handlers")
 
 
-@cache
-def open_index(source: str) -> Index:
+@lru_cache(maxsize=2)  # (unbounded, a worker tracing release after release kept every one's
+def open_index(source: str) -> Index:  # parsed modules: 50-60 MB a release)
     """The Index for a report's deployment.source ("pypi:N==V (file)", "checkout:PATH", ...).
 
     A published version is read from the cache (the trace just fetched it); raises

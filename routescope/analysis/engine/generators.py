@@ -33,6 +33,8 @@ def is_generator(node: ast.AST, lines: Sequence[str] | None = None) -> bool:
         lines is not None and not _says_yield(node, lines)
     )
     got = not lambda_or_unsaid and _walk_yields(node)
+    if len(_KNOWN) > 20_000:  # (each keeps its def's tree: a worker's earlier releases' go)
+        _KNOWN.clear()
     _KNOWN[id(node)] = (node, got)
     return got
 
