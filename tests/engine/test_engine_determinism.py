@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.engine.test_engine_synthetic import SCORES, make_tree, run
 
 ROUTE = """
@@ -78,3 +80,37 @@ def test_a_trace_collects_garbage_rarely_and_restores_the_thresholds() -> None:
     with contextlib.suppress(ValueError):
         traced(True)
     assert seen == [GC_THRESHOLDS, GC_THRESHOLDS] and gc.get_threshold() == before
+
+
+def test_a_short_lived_process_that_traces_again_frees_the_trace_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CLI worker freezes what exists when a trace starts (the libraries); what the trace
+    before it left (an engine's values refer to each other in cycles) is collected first, not
+    frozen with them for the rest of the worker's life."""
+    import gc
+    import weakref
+
+    from routescope.analysis.engine import budget
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+    monkeypatch.setattr(budget, "_SHORT_LIVED", [True])
+    monkeypatch.setattr(budget, "_TRACED", [0])
+    left: list[weakref.ref[Node]] = []
+
+    @budget.few_collections()
+    def traced() -> None:
+        left.append(weakref.ref(Node()))  # the trace's garbage, cyclic
+
+    gc.disable()  # no collection in between but the one the next trace's start makes
+    try:
+        traced()
+        assert left[0]() is not None
+        traced()
+        assert left[0]() is None  # collected, not frozen for the rest of the process
+    finally:
+        gc.unfreeze()
+        gc.enable()
