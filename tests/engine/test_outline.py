@@ -121,13 +121,18 @@ def test_a_body_is_parsed_only_when_read_and_then_is_an_ordinary_function() -> N
     assert type(top) is ast.FunctionDef and top.end_lineno == 11
 
 
+def _tricky_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, str]:
+    """TRICKY's bytes and sha256, with a cache of its own and nothing parsed in memory."""
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
+    modules._AST_MEMO.clear()
+    data = TRICKY.encode()
+    return data, hashlib.sha256(data).hexdigest()
+
+
 def test_the_outline_is_cached_by_content_and_the_next_parse_is_lazy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
-    data = TRICKY.encode()
-    digest = hashlib.sha256(data).hexdigest()
-    modules._AST_MEMO.clear()
+    data, digest = _tricky_in(tmp_path, monkeypatch)
     first = parse_module("m", "m.py", data)
     assert outline.outline_path(digest).is_file()
     assert not any(type(n) is outline.FunctionDef for n in first.tree.body)  # type: ignore[union-attr]
@@ -193,10 +198,7 @@ def test_a_file_summary_is_kept_by_content_and_a_bad_one_is_computed_again(
 ) -> None:
     from routescope.analysis.engine.imports import NAMES_READ, names_read
 
-    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
-    data = TRICKY.encode()
-    digest = hashlib.sha256(data).hexdigest()
-    modules._AST_MEMO.clear()
+    data, digest = _tricky_in(tmp_path, monkeypatch)
     parse_module("m", "m.py", data)  # the outline made
     modules._AST_MEMO.clear()
     lazy = parse_module("m", "m.py", data).tree
