@@ -22,6 +22,8 @@ BUILD_ALL = textwrap.dedent(
     from routescope.intake import transformers_view as tv
     if sys.argv[1] == "torch":
         import torch  # imported first: transformers finds it, as in a deployment
+    else:
+        tv.keep_torch_out()  # as the CLI does
     out = {}
     for path in sorted(Path(sys.argv[2]).glob("*.json")):
         raw = json.loads(path.read_text())
@@ -61,7 +63,9 @@ def test_views_without_torch_are_those_with_torch() -> None:
 
 
 def test_hiding_leaves_the_process_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transformers_view, "_KEEP_TORCH_OUT", [True])
     monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "transformers", raising=False)
     with transformers_view._torch_hidden():
         assert sys.modules["torch"] is None
         with pytest.raises(ImportError):
@@ -71,8 +75,44 @@ def test_hiding_leaves_the_process_as_it_was(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_process_with_torch_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transformers_view, "_KEEP_TORCH_OUT", [True])
     present = type(sys)("torch")
     monkeypatch.setitem(sys.modules, "torch", present)
     with transformers_view._torch_hidden():
         assert sys.modules["torch"] is present
     assert sys.modules["torch"] is present
+
+
+@pytest.mark.parametrize("why", ["a library caller", "transformers imported already"])
+def test_torch_is_hidden_only_in_a_process_routescope_owns_before_transformers(
+    monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    """A library caller may use transformers with torch afterwards; a transformers imported
+    before has decided that torch is there, and would fail to import it."""
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    if why == "a library caller":
+        monkeypatch.setattr(transformers_view, "_KEEP_TORCH_OUT", [False])
+        monkeypatch.delitem(sys.modules, "transformers", raising=False)
+    else:
+        monkeypatch.setattr(transformers_view, "_KEEP_TORCH_OUT", [True])
+        monkeypatch.setitem(sys.modules, "transformers", type(sys)("transformers"))
+    with transformers_view._torch_hidden():
+        assert "torch" not in sys.modules  # not made absent
+
+
+@needs_both
+def test_a_library_process_that_imported_transformers_still_builds_views() -> None:
+    """The failure the review found: transformers imported first (it decided torch is there),
+    then a view built in a process that keeps torch out: transformers must get its torch."""
+    code = textwrap.dedent(
+        """
+        import transformers
+        from routescope.intake import transformers_view as tv
+        tv.keep_torch_out()
+        view = tv._build({"model_type": "llama"}, "")
+        assert "values" in view, view
+        print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -13,6 +13,7 @@ import typer
 from routescope import __version__, timing
 from routescope.analysis.engine.budget import short_lived_process
 from routescope.errors import ExitCode, RoutescopeError
+from routescope.intake.transformers_view import keep_torch_out
 
 app = typer.Typer(
     name="routescope",
@@ -104,6 +105,7 @@ def entry() -> NoReturn:
     flushed first; nothing the commands leave open needs closing (files are written
     atomically, worker pools are joined where they are used)."""
     short_lived_process()
+    keep_torch_out()
     code = main()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say

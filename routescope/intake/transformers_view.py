@@ -48,17 +48,28 @@ def _jsonable(value: Any) -> bool:
     return True
 
 
+_KEEP_TORCH_OUT = [False]  # set by a process routescope owns (the CLI and its workers)
+
+
+def keep_torch_out() -> None:
+    """For a process routescope owns (the CLI, whose workers inherit it): build config classes
+    with torch kept out of sight (`_torch_hidden`). A library caller's process is left as it
+    is: it may go on to use transformers with torch."""
+    _KEEP_TORCH_OUT[0] = True
+
+
 @contextlib.contextmanager
 def _torch_hidden() -> Iterator[None]:
     """transformers imports torch wherever it finds it installed (its rope utilities do, at the
     import of every config class): 1.3-2 s that a config's attribute view does not need. A None
     in sys.modules is Python's way to make a package absent: `find_spec` answers None and
     `import torch` raises ImportError, so transformers takes the path it takes in the core
-    install, which has no torch. The views are the same either way (tests/test_intake_data.py
-    builds every example config both ways). A process that has torch already (`simulate`) keeps
-    it; afterwards torch imports as usual, and transformers' modules imported meanwhile go on
-    believing it absent, which only routescope's intake reads."""
-    if "torch" in sys.modules:
+    install, which has no torch. The views are the same either way (tests/test_intake_torch.py
+    builds every example config both ways). Only where `keep_torch_out` was called, and only
+    before transformers or torch is imported: transformers decides once, at its import, whether
+    torch is there, and its modules imported meanwhile go on believing it absent (the CLI's
+    process reads them for nothing else; torch itself imports as usual afterwards)."""
+    if not _KEEP_TORCH_OUT[0] or "torch" in sys.modules or "transformers" in sys.modules:
         yield
         return
     sys.modules["torch"] = None  # type: ignore[assignment]
