@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import sysconfig
 from pathlib import Path
 
@@ -196,7 +197,7 @@ def test_a_def_its_own_lines_do_not_give_back_is_read_from_the_whole_file() -> N
 def test_a_file_summary_is_kept_by_content_and_a_bad_one_is_computed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from routescope.analysis.engine.imports import NAMES_READ, names_read
+    from routescope.analysis.engine.imports import names_read, names_read_kind
 
     data, digest = _tricky_in(tmp_path, monkeypatch)
     parse_module("m", "m.py", data)  # the outline made
@@ -211,16 +212,36 @@ def test_a_file_summary_is_kept_by_content_and_a_bad_one_is_computed_again(
         calls.append(1)
         return names_read(lazy)
 
-    assert outline.file_summary(digest, NAMES_READ, compute) == whole
+    assert outline.file_summary(digest, names_read_kind(), compute) == whole
     modules._AST_MEMO.clear()
     again = parse_module("m", "m.py", data).tree
     assert again is not None and type(again.body[2]) is outline.FunctionDef
-    assert outline.file_summary(digest, NAMES_READ, compute) == whole
+    assert outline.file_summary(digest, names_read_kind(), compute) == whole
     assert len(calls) == 1  # read back, not computed
     assert type(again.body[2]) is outline.FunctionDef  # and no body of the file was parsed
-    path = outline.summary_path(digest, NAMES_READ)
+    path = outline.summary_path(digest, names_read_kind())
     for bad in (b"not json", path.read_bytes().replace(b'"a"', b'"zz"')):
         path.write_bytes(bad)
-        assert outline.file_summary(digest, NAMES_READ, compute) == whole
+        assert outline.file_summary(digest, names_read_kind(), compute) == whole
     assert len(calls) == 3
     assert outline.file_summary(digest, "other-kind", lambda: frozenset({"q"})) == {"q"}
+
+
+def test_the_summary_kind_is_names_reads_code_in_every_process() -> None:
+    """Kept summaries are keyed by names_read's code: the same in every process (no constant
+    whose marshalled order follows the string hash seed), so they are read back, not remade."""
+    import subprocess
+    import sys
+
+    code = "from routescope.analysis.engine.imports import names_read_kind as k; print(k())"
+    kinds = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert len(kinds) == 1 and next(iter(kinds)).startswith("names-read-")

@@ -183,7 +183,8 @@ def _is_init_var(cls: ClassVal, name: str) -> bool:
         ann = c.annotations.get(name)
         if ann is not None:
             head = ann.value if isinstance(ann, ast.Subscript) else ann  # `InitVar[int]`
-            # InitVar or dataclasses.InitVar (no other expression's source ends in "InitVar")
+            # InitVar or dataclasses.InitVar, named as such, as dataclasses itself tells one
+            # (`int | dc.InitVar`, whose source also ends in InitVar, is an ordinary field)
             return (isinstance(head, ast.Name) and head.id == "InitVar") or (
                 isinstance(head, ast.Attribute) and head.attr == "InitVar"
             )

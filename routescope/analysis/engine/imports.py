@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
+import marshal
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Outcome
 from routescope.analysis.engine.budget import BudgetExceeded
@@ -157,7 +160,7 @@ class ImportsMixin(EngineBase):
             if info is None or tree is None:
                 got = frozenset()
             else:
-                got = file_summary(info.sha256, NAMES_READ, lambda: names_read(tree))
+                got = file_summary(info.sha256, names_read_kind(), lambda: names_read(tree))
             self._reads[module] = got
         return got
 
@@ -295,9 +298,6 @@ class LazyName(Value):
         return Unknown(f"{self.module} has no name {self.name}", kind=UnknownKind.ABSENT)
 
 
-NAMES_READ = "names-read-1"  # what names_read computes, and its version
-
-
 def names_read(tree: ast.Module) -> frozenset[str]:
     """The names and dotted attribute paths (a, a.b, a.b.c) a file's code reads, and the
     identifiers its strings list (`__all__`, "a, b")."""
@@ -317,3 +317,11 @@ def names_read(tree: ast.Module) -> frozenset[str]:
         elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             names.update(n.strip() for n in sub.value.split(",") if n.strip().isidentifier())
     return frozenset(names)
+
+
+@functools.cache
+def names_read_kind() -> str:
+    """The kept summaries' kind: names_read's own code, hashed, so an edit of what it computes
+    never reads a summary the code before it kept."""
+    code = marshal.dumps(names_read.__code__)
+    return "names-read-" + hashlib.sha256(code).hexdigest()[:16]
