@@ -27,7 +27,7 @@ _HANDLERS: dict[tuple[type, str, type], Any] = {}
 
 
 def handler(engine: object, prefix: str, node: ast.AST) -> Any:
-    """The engine's method for a node (`ev_Name`, `ex_If`), looked up once per class and node
+    """The engine's method for a node (`ev_Call`, `ex_If`), looked up once per class and node
     type (a formatted getattr on every evaluation step was a measurable part of a trace)."""
     key = (type(engine), prefix, type(node))
     found = _HANDLERS.get(key, _UNSEEN)

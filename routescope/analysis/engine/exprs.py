@@ -50,7 +50,7 @@ class ExprMixin(EngineBase):
         b.steps += 1
         if st.routed or not b.steps & 4095 or (b.local and b.steps > b.local[-1][0]):
             b.past(st)
-        if type(node) is ast.Name:  # the commonest by far: ev_Name without the dispatch
+        if type(node) is ast.Name:  # the commonest by far: read here, without the dispatch
             v = self.lookup_name(st, node.id)
             if isinstance(v, Unknown) and v.exc is not None:
                 return self._raising(node, [(st, v)])
@@ -155,9 +155,6 @@ class ExprMixin(EngineBase):
                     )
                 )
         return out
-
-    def ev_Name(self, st: PathState, node: ast.Name) -> Paths:
-        return [(st, self.lookup_name(st, node.id))]
 
     def ev_Attribute(self, st: PathState, node: ast.Attribute) -> Paths:
         out: Paths = []
