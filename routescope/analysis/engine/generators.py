@@ -19,7 +19,8 @@ YIELDS = "<yields>"
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-_KNOWN: dict[int, tuple[ast.AST, bool]] = {}  # id(def) -> (the def, kept so its id stays; ...)
+# id(def) -> (the def, kept so that its id stays its own; whether it is a generator)
+_KNOWN: dict[int, tuple[ast.AST, bool]] = {}
 
 
 def is_generator(node: ast.AST, lines: Sequence[str] | None = None) -> bool:
