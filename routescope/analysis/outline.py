@@ -34,6 +34,10 @@ from routescope.timing import spent
 _VERSION = f"v3-{sys.implementation.name}-{sys.hexversion:x}"
 
 
+# the fields of a statement that hold statements (an except's and a case's hold them in `body`)
+BLOCKS = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
 @dataclass(frozen=True, slots=True)
 class Outline:
     """Where a file's outermost function bodies lie and what summaries of the whole file say.
@@ -43,14 +47,19 @@ class Outline:
     factories: frozenset[str]  # its top-level decorator factories
 
 
-def outline_path(digest: str) -> Path:
-    return cache_root() / "outlines" / _VERSION / digest[:2] / f"{digest}.json"
+def outline_path(digest: str, kind: str = "") -> Path:
+    """Where the outline of the file with this sha256 is kept; with `kind`, a summary of it."""
+    name = f"{digest}.{kind}.json" if kind else f"{digest}.json"
+    return cache_root() / "outlines" / _VERSION / digest[:2] / name
+
+
+def _checksum(*parts: Any) -> str:
+    """Over the file's sha256 and what is kept of it: a corrupt entry is never used."""
+    return hashlib.sha256(json.dumps(list(parts)).encode()).hexdigest()
 
 
 def _check(digest: str, data: dict[str, Any]) -> str:
-    """A checksum over the file's sha256 and the outline: a corrupt entry is never used."""
-    body = json.dumps([digest, data["stubs"], data["factories"]])
-    return hashlib.sha256(body.encode()).hexdigest()
+    return _checksum(digest, data["stubs"], data["factories"])
 
 
 def read_outline(digest: str) -> Outline | None:
@@ -79,21 +88,17 @@ def write_outline(digest: str, outline: Outline) -> None:
         atomic_write_bytes(outline_path(digest), text.encode(), durable=False)
 
 
-def summary_path(digest: str, kind: str) -> Path:
-    return cache_root() / "outlines" / _VERSION / digest[:2] / f"{digest}.{kind}.json"
-
-
 def file_summary(digest: str, kind: str, compute: Callable[[], frozenset[str]]) -> frozenset[str]:
     """A set of strings computed from a file's whole tree, kept beside its outline by the file's
     sha256 and the Python version: a summary that walks every function body would otherwise
     parse a lazily parsed file's bodies again in every process. `kind` names the summary and
     its format (a change of what it computes gets a new kind); an entry that fails its checksum
     is computed again."""
-    path = summary_path(digest, kind)
+    path = outline_path(digest, kind)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         names = data["names"]
-        if data.get("check") == _summary_check(digest, kind, names) and all(
+        if data.get("check") == _checksum(digest, kind, names) and all(
             isinstance(n, str) for n in names
         ):
             return frozenset(names)
@@ -101,14 +106,10 @@ def file_summary(digest: str, kind: str, compute: Callable[[], frozenset[str]]) 
         pass  # missing or corrupt: computed, and written again
     got = compute()
     names = sorted(got)
-    text = json.dumps({"names": names, "check": _summary_check(digest, kind, names)})
+    text = json.dumps({"names": names, "check": _checksum(digest, kind, names)})
     with contextlib.suppress(OSError):  # a read-only cache: computed again next time
         atomic_write_bytes(path, text.encode(), durable=False)
     return got
-
-
-def _summary_check(digest: str, kind: str, names: list[str]) -> str:
-    return hashlib.sha256(json.dumps([digest, kind, names]).encode()).hexdigest()
 
 
 def make_outline(tree: ast.Module, factories: frozenset[str], lines: list[str]) -> Outline:
@@ -140,7 +141,7 @@ def outermost_functions(stmts: list[ast.stmt]) -> list[ast.FunctionDef | ast.Asy
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.append(stmt)
             continue
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for field in BLOCKS:
             for sub in getattr(stmt, field, ()) or ():
                 if isinstance(sub, (ast.ExceptHandler, ast.match_case)):
                     todo.extend(sub.body)
@@ -229,16 +230,13 @@ def lazy_tree(lines: list[str], outline: Outline, filename: str) -> ast.Module:
     return tree
 
 
-_BLOCKS = ("body", "orelse", "handlers", "finalbody", "cases")
-
-
 def _end_of(node: ast.AST) -> tuple[int, int]:
     """Set a compound statement's end where its last statement ends (a blanked body ended it
     early), and return it; a lazy function's own end is its body's, set from the outline."""
     end = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         return end  # (a function's body is not blanked inside: only outermost ones are)
-    for field in _BLOCKS:
+    for field in BLOCKS:
         for sub in getattr(node, field, ()) or ():
             if isinstance(sub, (ast.stmt, ast.ExceptHandler, ast.match_case)):
                 end = max(end, _end_of(sub))

@@ -101,7 +101,8 @@ def _run(args: list[str]) -> int:
 def entry() -> NoReturn:
     """The program (the console script, `python -m routescope`): a command is a few traces and
     then exit, so collect garbage rarely, and leave without tearing down the heap a trace
-    built: freeing its millions of objects one by one took 2-4 s after a 5 s trace. Output is
+    built: freeing its millions of objects one by one took 2-4 s after a 5 s trace; config
+    classes are built with torch kept out (intake/transformers_view.py). Output is
     flushed first; nothing the commands leave open needs closing (files are written
     atomically, worker pools are joined where they are used)."""
     short_lived_process()

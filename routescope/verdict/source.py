@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from routescope.analysis.index import Index
 from routescope.analysis.modules import ModuleInfo, module_name
+from routescope.analysis.outline import BLOCKS
 from routescope.errors import RoutescopeError
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -62,7 +63,7 @@ def function_at(index: Index, relpath: str, line: int) -> FunctionSource | None:
             continue
         if isinstance(node, _DEFS) and (best is None or node.lineno > best.lineno):
             best = node
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for field in BLOCKS:
             todo.extend(getattr(node, field, None) or ())
     return FunctionSource(info, best) if best is not None else None
 

@@ -219,7 +219,7 @@ def test_a_file_summary_is_kept_by_content_and_a_bad_one_is_computed_again(
     assert outline.file_summary(digest, names_read_kind(), compute) == whole
     assert len(calls) == 1  # read back, not computed
     assert type(again.body[2]) is outline.FunctionDef  # and no body of the file was parsed
-    path = outline.summary_path(digest, names_read_kind())
+    path = outline.outline_path(digest, names_read_kind())
     for bad in (b"not json", path.read_bytes().replace(b'"a"', b'"zz"')):
         path.write_bytes(bad)
         assert outline.file_summary(digest, names_read_kind(), compute) == whole
