@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Paths
 from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import str_dict
+from routescope.analysis.engine.containers import new_tuple, str_dict
 from routescope.analysis.engine.imports import MODULE_STMT_STEPS
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import TENSOR_BASES
@@ -22,7 +23,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
-from routescope.analysis.library import records
+from routescope.analysis.library import records, validators
 from routescope.analysis.library.records import MODULE_BASES
 
 
@@ -54,11 +55,20 @@ class ConstructMixin(EngineBase):
             or records.is_struct(cls)
         ):
             init_vars = self.dataclass_init(cls, inst, args, kwargs)
+            checks = validators.of(cls) if records.is_dataclass(cls) else validators.NONE
+            live: Paths = [(st, inst)]
+            for check in checks.model_before:
+                live = self._then(live, self._check_arguments, cls, inst, args, kwargs, check, node)
+            for name in self._validated_fields(cls, args, kwargs) if checks.fields else ():
+                for check in checks.of_field(name):
+                    live = self._then(live, self._check_field, cls, inst, name, check, node)
             post = cls.lookup("__post_init__")
             if isinstance(post, FunctionVal):
-                outs = self.invoke(st, post.bind(inst), init_vars, {}, node)
-                return [(s, inst) for s, _k, _v in outs]
-            return [(st, inst)]
+                live = self._then(live, self._run, post.bind(inst), init_vars, node)
+            for check in checks.model_after:  # (what one returns is not kept: the instance is)
+                info = [_info("")] if check.wants_info else []
+                live = self._then(live, self._run, check.fn.bind(inst), info, node)
+            return [(s, inst if s.raising is None else got) for s, got in live]
         if any(b in TENSOR_BASES for b in cls.external_bases()) and _new_takes_data(cls):
             # a tensor subclass (vLLM's BasevLLMParameter(Parameter): `__new__(cls, data)`
             # makes the tensor of `data`, the first argument): it is that tensor
@@ -75,17 +85,96 @@ class ConstructMixin(EngineBase):
             ]
         return [(st, inst)]
 
+    def _then(self, live: Paths, step: Callable[..., Paths], *args: Any) -> Paths:
+        """The next step of building an object, on each path that has not raised."""
+        out: Paths = []
+        for s, v in live:
+            out.extend([(s, v)] if s.raising is not None else step(s, *args))
+        return out
+
+    def _run(
+        self, st: PathState, fn: FunctionVal, args: list[Value], node: ast.AST | None
+    ) -> Paths:
+        """A method the building runs (__post_init__, a validator): its paths, those that
+        raised carrying their exception on."""
+        return self.returned(st, self.invoke(st, fn, args, {}, node), "")
+
+    def _validated_fields(
+        self, cls: ClassVal, args: list[Value], kwargs: dict[str, Value]
+    ) -> list[str]:
+        """The fields pydantic validates, in order: those the call gives, and those whose
+        default asks to be (`Field(validate_default=True)`)."""
+        names = record_fields(cls)
+        return [
+            n
+            for i, n in enumerate(names)
+            if i < len(args)
+            or n in kwargs
+            or cls.lookup(f"{records.VALIDATE_DEFAULT}{n}") is not None
+        ]
+
+    def _check_arguments(
+        self,
+        st: PathState,
+        cls: ClassVal,
+        inst: Instance,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        v: validators.Validator,
+        node: ast.AST | None,
+    ) -> Paths:
+        """A "before" (or "wrap") model validator on the arguments (pydantic's ArgsKwargs):
+        where it hands them back unchanged the fields stand; where it returns anything else,
+        the fields the call gave are not told (the arguments it made are not read)."""
+        made = {"args": new_tuple(args), "kwargs": str_dict(kwargs)}
+        data = Instance(None, made, "pydantic_core.ArgsKwargs")  # (its class: isinstance_of)
+        handed: list[Value] = [data]
+        if v.mode == "wrap":
+            handed.append(_handler(v))
+        if v.wants_info:
+            handed.append(_info(""))
+        out: Paths = []
+        for s, got in self._run(st, v.fn.bind(cls), handed, node):
+            if s.raising is None and self.resolved(got) is not data:
+                why = Unknown(f"the arguments as {v.fn.qualname} returned them",
+                              kind=UnknownKind.UNSUPPORTED)  # fmt: skip
+                for name in self._validated_fields(cls, args, kwargs):
+                    self.set_attribute(s, inst, name, why)
+            out.append((s, inst if s.raising is None else got))
+        return out
+
+    def _check_field(
+        self,
+        st: PathState,
+        cls: ClassVal,
+        inst: Instance,
+        name: str,
+        v: validators.Validator,
+        node: ast.AST | None,
+    ) -> Paths:
+        """One field validator on the field's value: what it returns is the field's value."""
+        value = st.fields(inst).get(name)
+        if value is None:  # an init-only variable: not a field of the instance
+            return [(st, inst)]
+        args = [value]
+        if v.mode == "wrap":
+            args.append(_handler(v))
+        if v.wants_info:
+            args.append(_info(name))
+        out: Paths = []
+        for s, got in self._run(st, v.fn.bind(cls), args, node):
+            if s.raising is None:
+                self.set_attribute(s, inst, name, got)
+            out.append((s, inst if s.raising is None else got))
+        return out
+
     def dataclass_init(
         self, cls: ClassVal, inst: Instance, args: list[Value], kwargs: dict[str, Value]
     ) -> list[Value]:
         """The fields a dataclass's generated __init__ sets from `args` and `kwargs` (else
         their defaults); returns its init-only variables (InitVar fields), in order, which
         Python hands to __post_init__ instead of storing them."""
-        names: list[str] = []
-        for c in reversed(cls.mro()):
-            for key in c.attrs:
-                if key.startswith("__field__") and key[9:] not in names:
-                    names.append(key[9:])
+        names = record_fields(cls)
         init_vars: list[Value] = []
         for i, name in enumerate(names):
             target = {} if _is_init_var(cls, name) else inst.fields
@@ -175,6 +264,34 @@ class ConstructMixin(EngineBase):
                 self.ctx.pop()
         cls.annotations[name] = value
         return value
+
+
+def record_fields(cls: ClassVal) -> list[str]:
+    """A record class's fields in order: its bases' first, each where first declared."""
+    names: list[str] = []
+    for c in reversed(cls.mro()):
+        for key in c.attrs:
+            if key.startswith("__field__") and key[9:] not in names:
+                names.append(key[9:])
+    return names
+
+
+_HANDLER = cast(ast.Lambda, ast.parse("lambda value, *rest: value", mode="eval").body)
+
+
+def _handler(v: validators.Validator) -> FunctionVal:
+    """The handler a "wrap" validator is handed: the validation it wraps, which gives back
+    what it is handed (pydantic's type coercion is not modelled)."""
+    return FunctionVal(f"{v.fn.qualname}.<handler>", _HANDLER, v.fn.module)
+
+
+def _info(field: str) -> Instance:
+    """pydantic's ValidationInfo as a validator that takes one reads it: the field's name;
+    the fields validated before it and the validation context are not told."""
+    unknown = Unknown("pydantic's ValidationInfo", kind=UnknownKind.OPAQUE)
+    return Instance(None, {"field_name": Const(field or None), "data": unknown,
+                           "context": unknown, "config": unknown, "mode": Const("python")},
+                    "ValidationInfo")  # fmt: skip
 
 
 def _is_init_var(cls: ClassVal, name: str) -> bool:

@@ -198,6 +198,8 @@ class DefinitionsMixin(EngineBase):
             cls.attrs[key] = val
         if records.is_dataclass(cls):  # the class attribute of a field is its default
             for key, val in list(cls.attrs.items()):
+                if isinstance(val, records.FieldDefault) and val.validate:  # (pydantic's)
+                    cls.attrs[f"{records.VALIDATE_DEFAULT}{key}"] = Const(True)
                 if isinstance(val, records.FieldDefault) and records.has_default(val):
                     cls.attrs[key] = val.default  # type: ignore[assignment]
         for key, val in list(cls.attrs.items()):

@@ -47,12 +47,22 @@ SENTINELS = {
 
 
 # another name of the same class
-_ALIASES = {"torch.dtype": ("torch._C.dtype",)}
+_ALIASES = {
+    "torch.dtype": ("torch._C.dtype",),
+    "pydantic_core.ArgsKwargs": ("pydantic_core._pydantic_core.ArgsKwargs",),
+}
+
+# objects the engine makes as a library would, labelled with the library's class (the
+# arguments pydantic hands a dataclass's "before" model validator: engine/construct.py)
+LIBRARY_INSTANCES = frozenset({"pydantic_core.ArgsKwargs"})
 
 
 def _class_of_external(obj: Value) -> str | None:
-    """The exact class of a library object routescope knows by name: a marker object, or a
-    torch dtype (`torch.bfloat16` is a torch.dtype, a final class); None for any other."""
+    """The exact class of a library object routescope knows by name: a marker object, a
+    torch dtype (`torch.bfloat16` is a torch.dtype, a final class), or an object the engine
+    made as the library makes it; None for any other."""
+    if isinstance(obj, Instance) and obj.cls is None and obj.label in LIBRARY_INSTANCES:
+        return obj.label
     if not isinstance(obj, External):
         return None
     if obj.name in SENTINELS:

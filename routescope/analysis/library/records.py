@@ -100,14 +100,21 @@ def is_record(cls: ClassVal) -> bool:
     return is_struct(cls) or is_dataclass(cls) or "__record_fields__" in cls.attrs
 
 
+# the class attribute marking a field whose default pydantic validates (validate_default=True)
+VALIDATE_DEFAULT = "__validate_default__"
+
+
 class FieldDefault(Value):
     """What `msgspec.field(...)` / `dataclasses.field(...)` returns: a field's default or its
     default factory, picked up by the class (or `defstruct`) that declares the field."""
 
-    def __init__(self, default: Value | None, factory: Value | None) -> None:
+    def __init__(
+        self, default: Value | None, factory: Value | None, validate: bool = False
+    ) -> None:
         super().__init__()
         self.default = None if _missing(default) else default  # MISSING: none given
         self.factory = None if _missing(factory) else factory
+        self.validate = validate  # pydantic's validate_default: its validators see the default
 
 
 def _missing(v: Value | None) -> bool:
@@ -190,7 +197,8 @@ def call(
     if name in ("msgspec.field", "dataclasses.field", *FIELD_SPECIFIERS):
         default = kwargs.get("default", args[0] if args and name in FIELD_SPECIFIERS else None)
         factory = kwargs.get("default_factory")
-        return FieldDefault(default, factory)
+        check = kwargs.get("validate_default")
+        return FieldDefault(default, factory, isinstance(check, Const) and check.value is True)
     if name in ("msgspec.structs.fields", "dataclasses.fields") and len(args) == 1:
         target = args[0]
         cls = target.cls if isinstance(target, Instance) else target
