@@ -270,7 +270,8 @@ def key_of(v: Value) -> Hashable:
         return UNHASHABLE
     if isinstance(v, EnumMember):
         if v.cls.external_bases() and any(
-            b in ("enum.IntEnum", "enum.StrEnum", "int", "str") for b in v.cls.external_bases()
+            b in ("enum.IntEnum", "enum.IntFlag", "enum.StrEnum", "int", "str")
+            for b in v.cls.external_bases()
         ):  # a member of an int or str enum is equal to its value
             return key_of(v.value)
         return _Identity(("enum", id(v.cls), v.name))

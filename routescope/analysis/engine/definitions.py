@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from routescope.analysis.engine import enums
 from routescope.analysis.engine.base import Ctx, EngineBase
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
@@ -167,7 +168,6 @@ class DefinitionsMixin(EngineBase):
         return cls
 
     def _class_body(self, cls: ClassVal, st: PathState, node: ast.ClassDef) -> None:
-        auto = 0
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                 name = stmt.target.id
@@ -189,11 +189,12 @@ class DefinitionsMixin(EngineBase):
             if outcomes:
                 st = outcomes[0][0]
                 self.commit(st)  # descriptors built in a class body keep what their __init__ set
+        values: list[Value] = []  # the members' values so far, which auto() continues
         for key, val in st.env.items():
             if cls.is_enum and not isinstance(val, FunctionVal) and not key.startswith("_"):
-                if isinstance(val, External) and val.name.endswith("auto"):
-                    auto += 1
-                    val = Const(auto)
+                if enums.is_auto(val):
+                    val = enums.auto_value(cls, key, values)
+                values.append(val)
                 val = EnumMember(cls, key, val)
             cls.attrs[key] = val
         if records.is_dataclass(cls):  # the class attribute of a field is its default

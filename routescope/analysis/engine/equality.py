@@ -90,7 +90,8 @@ def equal(st: PathState, a: Value, b: Value, depth: int = 6) -> bool | None:
     if a is b and not isinstance(a, (Const, Unknown, Tensor)):
         return True
     if isinstance(a, EnumMember) and isinstance(b, EnumMember):
-        return a.cls is b.cls and a.name == b.name
+        ka, kb = key_of(a), key_of(b)  # int and str enums' members: their values; others: one
+        return None if ka is UNTOLD or kb is UNTOLD else bool(ka == kb)  # object per member
     if isinstance(a, EnumMember) and isinstance(b, Const):
         k = key_of(a)  # a member of an int or str enum equals its value; others no constant
         return bool(k == b.value) if k is not UNTOLD else None

@@ -8,6 +8,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from routescope.analysis.engine import enums
 from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Paths, handler
 from routescope.analysis.engine.containers import (
     DictVal,
@@ -31,6 +32,7 @@ from routescope.analysis.engine.sequences import merged, sequence_op, set_algebr
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
+    EnumMember,
     External,
     PythonRaise,
     Tensor,
@@ -218,6 +220,11 @@ class ExprMixin(EngineBase):
             isinstance(a, (ListVal, TupleVal)) or isinstance(b, (ListVal, TupleVal))
         ):
             return sequence_op(st, node.op, a, b)
+        if isinstance(a, EnumMember) or isinstance(b, EnumMember):
+            flags = enums.flag_binop(node.op, a, b)  # A | B of a Flag: a member of it
+            if flags is not None:
+                return flags
+            a, b = enums.as_value(a), enums.as_value(b)  # an IntEnum's member is its int
         if isinstance(a, Const) and isinstance(b, Const) and fn is not None:
             try:
                 return Const(fn(a.value, b.value), merge_origins(a, b))

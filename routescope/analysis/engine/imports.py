@@ -22,7 +22,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
-    raises_value,
+    raises,
 )
 from routescope.analysis.outline import factories_of, file_summary
 
@@ -257,7 +257,7 @@ class LazyModule(Value):
     def resolve(self) -> Value:
         mod = self.engine.load_module(self.name)
         if mod is not None and mod.error is not None:
-            return raises_value(mod.error, f"importing {self.name} raises")
+            return raises(mod.error, f"importing {self.name} raises")
         return (
             mod
             if mod is not None
@@ -277,7 +277,7 @@ class LazyName(Value):
         if mod is None:
             return Unknown(f"module {self.module} not found", kind=UnknownKind.ABSENT)
         if mod.error is not None:
-            return raises_value(mod.error, f"importing {self.module} raises")
+            return raises(mod.error, f"importing {self.module} raises")
         if self.name in mod.globals:
             v = mod.globals[self.name]
             return (

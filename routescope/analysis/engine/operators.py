@@ -7,6 +7,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from routescope.analysis.engine import enums
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.containers import (
     UNTOLD,
@@ -212,6 +213,8 @@ class OperatorsMixin(EngineBase):
             return a.value in self.facts.env
         if isinstance(a, Instance) and a.label == SENTINEL and isinstance(b, Const):
             return False  # no constant holds a fresh object()
+        if isinstance(b, EnumMember):
+            return enums.flag_contains(a, b)  # a flag's bits (any other member: not told)
         if st is None:
             return None
         if isinstance(b, (DictVal, SetVal)):

@@ -306,6 +306,9 @@ class EnumMember(Value):
         return f"EnumMember({self.cls.qualname}.{self.name})"
 
 
+_VALUED = frozenset({"enum.Flag", "enum.IntFlag", "enum.IntEnum", "enum.StrEnum", "int", "str"})
+
+
 def truth(v: Value) -> bool | None:
     """Python truthiness where it is known; None when it is not."""
     if isinstance(v, Const):
@@ -315,7 +318,12 @@ def truth(v: Value) -> bool | None:
             return None
     if isinstance(v, Unknown):
         return v.truthy
-    if isinstance(v, (FunctionVal, ClassVal, ModuleVal, EnumMember, ExternalModule)):
+    if isinstance(v, EnumMember):  # a Flag's, or an int or str enum's, member is true as its
+        if v.cls.lookup("__bool__") is not None:  # value is; any other member is true
+            return None  # (an enum of its own __bool__: not told)
+        valued = any(b in _VALUED for b in v.cls.external_bases())
+        return truth(v.value) if valued else True
+    if isinstance(v, (FunctionVal, ClassVal, ModuleVal, ExternalModule)):
         return True
     if isinstance(v, Instance):
         if v.cls is None:  # an object the engine made (a config, a namespace, a Parameter):
@@ -374,15 +382,9 @@ def ordered(value: Any) -> Any:
     return value
 
 
-def raises(exc: str, why: str) -> Unknown:
-    """The value of a builtin operation that raises `exc` (a builtin exception's name) in
-    Python: evaluating the expression raises it."""
-    return Unknown(why, kind=UnknownKind.RAISED, exc=exc)
-
-
-def raises_value(exc: Value, why: str) -> Unknown:
-    """The value of an expression that raises the exception `exc` (a module whose import
-    raised, read)."""
+def raises(exc: str | Value, why: str) -> Unknown:
+    """The value of an expression that raises `exc` in Python: a builtin operation's (a
+    builtin exception's name), or an exception value (a module whose import raised, read)."""
     return Unknown(why, kind=UnknownKind.RAISED, exc=exc)
 
 

@@ -9,6 +9,7 @@ import builtins
 import dataclasses
 from typing import TYPE_CHECKING
 
+from routescope.analysis.engine import enums
 from routescope.analysis.engine.bound import BoundOperation, ContextVarMethod
 from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, TupleVal
 from routescope.analysis.engine.contents import field_names, snapshot, truth_in
@@ -33,6 +34,20 @@ from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
     from routescope.analysis.engine.base import EngineBase
+
+
+@models("enum.auto")
+def _auto(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """`auto()` in an enum's body: a marker its class replaces with the member's value, as
+    the enum's kind gives it (engine/enums.py)."""
+    return one(st, External(enums.AUTO)) if not args and not kwargs else None
 
 
 @models("getattr", "hasattr")

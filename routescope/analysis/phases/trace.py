@@ -19,7 +19,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
     describe,
-    raises_value,
+    raises,
 )
 
 
@@ -61,7 +61,7 @@ def resolve_entry(engine: Engine, entry: str) -> Value:
     if mod is None:
         return Unknown(f"module {module} is not in the source tree", kind=UnknownKind.OPAQUE)
     if mod.error is not None:
-        return raises_value(mod.error, f"importing {module} raises")
+        return raises(mod.error, f"importing {module} raises")
     val: Value = mod
     for part in qual.split("."):
         results = engine.attribute(PathState(envs=[{}]), val, part)

@@ -1,0 +1,85 @@
+"""Enum members as Python makes and combines them (auto() values, Flag bits, truth): met in
+vLLM 0.34.0's start-up, where the engine raised TypeError or forked on what Python decides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from routescope.analysis.engine.facts import Facts
+from tests.engine.test_engine_synthetic import SCORES, make_tree, run
+
+HEAD = """
+import enum
+import os
+import torch
+from fastk import topk_fast
+
+"""
+
+
+def _kinds(tmp_path: Path, body: str, facts: Facts | None = None) -> list[str]:
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", SCORES(),
+                facts=facts)  # fmt: skip
+    return sorted(str(p.sink.kind if p.sink else None) for p in paths)
+
+
+CASES = {
+    # 0.34.0 config/kv_transfer.py:50-76 (KVCacheAccess(enum.IntFlag): IN_PROCESS = 0, then
+    # auto() members) and config/vllm.py:3195-3249 (`KVCacheAccess.LEGACY_IPC in access`,
+    # `access.needs_single_chunk()`: `bool(self & (A | B | C))`)
+    "int_flag": """
+class Access(enum.IntFlag):
+    IN_PROCESS = 0
+    REGISTERS = enum.auto()
+    EXPORTS_FD = enum.auto()
+    EXPORTS_FABRIC = enum.auto()
+    LEGACY_IPC = enum.auto()
+
+    def needs_single_chunk(self):
+        exports = Access.EXPORTS_FD | Access.EXPORTS_FABRIC
+        return bool(self & (Access.REGISTERS | exports))
+
+def route(x):
+    access = Access.IN_PROCESS
+    both = Access.REGISTERS | Access.LEGACY_IPC
+    if (Access.LEGACY_IPC not in access and not access.needs_single_chunk() and not access
+            and Access.LEGACY_IPC.value == 8 and Access.LEGACY_IPC in both
+            and Access.EXPORTS_FD not in both and both == 9 and both.needs_single_chunk()
+            and (both & Access.REGISTERS) is Access.REGISTERS
+            and (Access.REGISTERS | Access.REGISTERS) == Access.REGISTERS):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # auto() as each kind of enum gives it: a StrEnum its name in lower case, an Enum the
+    # highest value so far plus one, a Flag the next power of two
+    "auto_values": """
+class Mode(enum.StrEnum):
+    EAGER = enum.auto()
+    GRAPH = enum.auto()
+
+class Level(enum.IntEnum):
+    NONE = 0
+    LOW = 5
+    HIGH = enum.auto()
+
+class Bits(enum.Flag):
+    A = enum.auto()
+    B = enum.auto()
+    C = 16
+    D = enum.auto()
+
+def route(x):
+    if (Mode.GRAPH == "graph" and Mode.EAGER.value == "eager" and Level.HIGH == 6
+            and Level.HIGH + 1 == 7 and not Level.NONE and Level.LOW
+            and Bits.B.value == 2 and Bits.D.value == 32 and Bits.A != Bits.B):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_enum_decided_as_python_decides(tmp_path: Path, name: str) -> None:
+    assert _kinds(tmp_path, CASES[name]) == ["cuda_kernel"]
