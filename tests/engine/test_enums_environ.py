@@ -1,5 +1,6 @@
-"""Enum members as Python makes and combines them (auto() values, Flag bits, truth): met in
-vLLM 0.34.0's start-up, where the engine raised TypeError or forked on what Python decides."""
+"""Enum members as Python makes and combines them (auto() values, Flag bits, truth), and the
+environment listed (os.environ.items()): each met in vLLM 0.34.0's start-up, where the engine
+raised TypeError or forked on what Python decides."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from routescope.analysis.engine.facts import Facts
-from tests.engine.test_engine_synthetic import SCORES, make_tree, run
+from tests.engine.test_engine_synthetic import SCORES, SINKS, make_tree, run
 
 HEAD = """
 import enum
@@ -83,3 +84,27 @@ def route(x):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_enum_decided_as_python_decides(tmp_path: Path, name: str) -> None:
     assert _kinds(tmp_path, CASES[name]) == ["cuda_kernel"]
+
+
+# 0.34.0 platforms/interface.py:1476-1490 validate_environ: `for env, value in
+# os.environ.items(): if env == "VLLM_USE_V2_MODEL_RUNNER": if value != "1": raise ValueError`
+ENVIRON = """
+def route(x):
+    for env, value in os.environ.items():
+        if env == "FW_OLD_RUNNER" and value != "1":
+            raise ValueError(env)
+    if sorted(os.environ.keys()) == sorted(os.environ.copy()):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+
+
+def test_the_environment_listed_is_what_was_given(tmp_path: Path) -> None:
+    """Where a variable not given is taken as unset, the environment lists exactly the given
+    ones; where it is not, what it lists is unknown, and the check may raise."""
+    absent = Facts(sinks=SINKS, env_unset_means_absent=True)
+    assert _kinds(tmp_path / "a", ENVIRON, absent) == ["cuda_kernel"]
+    given = Facts(sinks=SINKS, env={"FW_OLD_RUNNER": "0"}, env_unset_means_absent=True)
+    assert _kinds(tmp_path / "b", ENVIRON, given) == ["None"]  # it raises: no kernel
+    unknown = Facts(sinks=SINKS)
+    assert "None" in _kinds(tmp_path / "c", ENVIRON, unknown)

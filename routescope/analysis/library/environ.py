@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from routescope.analysis.engine.containers import ListVal, new_tuple, str_dict
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import Const, Unknown, UnknownKind, Value
 from routescope.analysis.library.registry import Paths, models, one
@@ -46,3 +47,38 @@ def _getenv(
         where = f"{eng.current_file()}:{getattr(node, 'lineno', 0)}"
         return one(st, Const(default.value, (f"env {var} unset: default at {where}",)))
     return one(st, default)
+
+
+@models("os.environ.items", "os.environ.keys", "os.environ.values", "os.environ.copy")
+def _listed(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """What the environment lists, where the rules take a variable not given as unset: the
+    --env variables and no others (else unknown, as any library call routescope does not
+    model)."""
+    facts = eng.facts
+    if args or kwargs or not facts.env_unset_means_absent:
+        return None
+    facts.assume(
+        "environment",
+        "any other variable (os.environ listed)",
+        "unset",
+        f"{facts.source} env_unset = absent",
+    )
+    given: dict[str, Value] = {k: Const(v, (f"--env {k}",)) for k, v in sorted(facts.env.items())}
+    view = name.rsplit(".", 1)[1]
+    if view == "copy":
+        return one(st, str_dict(given))
+    made: list[Value] = (
+        [new_tuple([Const(k), v]) for k, v in given.items()]
+        if view == "items"
+        else [Const(k) for k in given]
+        if view == "keys"
+        else list(given.values())
+    )
+    return one(st, ListVal(made))
