@@ -103,8 +103,14 @@ def _run_with(tree: Any, fw: dict[str, Any]) -> list[tuple[str, str, str]]:
         rel, name = need["declared_in"], need["env"]
         lines = tree.read_bytes(rel).decode().splitlines() if rel in set(tree.files()) else []
         line = next((i for i, s in enumerate(lines, 1) if f'"{name}"' in s), None)
-        if line is None:
-            raise RoutescopeError(rel, f"declares no {name}: the rules' run_with does not hold")
+        if line is None:  # the release cannot run as the patch's decode check needs
+            raise RoutescopeError(
+                rel,
+                f"declares no {name}, which the patch would set to {need['value']} "
+                f"({need['why']}): this release cannot run so, and the patch could not tell "
+                "a decode step "
+                f"(rules/oea/{fw['framework']}.toml [[patch.run_with]])",
+            )
         out.append(
             (
                 name,

@@ -271,3 +271,15 @@ def test_check_passes_on_its_own_version(
     patch = "examples/patches/glm-5-sglang-0.5.23-sm120.patch"
     assert main(["patch", "--check", patch, "--framework", "sglang==0.5.23"]) == 0
     assert "moved or changed: nothing" in capsys.readouterr().out
+
+
+def test_a_release_without_the_runner_the_decode_check_needs_is_refused() -> None:
+    """vLLM 0.34.0 removed the V1 model runner (platforms/interface.py:1476-1485 rejects
+    VLLM_USE_V2_MODEL_RUNNER other than 1; envs.py no longer declares it), the only one whose
+    forward context marks a uniform decode batch (the V2 runner captures FULL graphs with no
+    batch descriptor: v1/worker/gpu/cudagraph_utils.py:814-828). A patch that could not tell
+    a decode step is not written: the error names the variable and why."""
+    from routescope.errors import RoutescopeError
+
+    with pytest.raises(RoutescopeError, match="declares no VLLM_USE_V2_MODEL_RUNNER.*decode"):
+        _patch("vllm", "zai-org--GLM-5.json", "0.34.0")
