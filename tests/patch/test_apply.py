@@ -281,5 +281,5 @@ def test_a_release_without_the_runner_the_decode_check_needs_is_refused() -> Non
     a decode step is not written: the error names the variable and why."""
     from routescope.errors import RoutescopeError
 
-    with pytest.raises(RoutescopeError, match="declares no VLLM_USE_V2_MODEL_RUNNER.*decode"):
+    with pytest.raises(RoutescopeError, match=r"declares no VLLM_USE_V2_MODEL_RUNNER.*decode"):
         _patch("vllm", "zai-org--GLM-5.json", "0.34.0")
