@@ -218,6 +218,15 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 router/fused_moe_router.py:92-97: `if not (topk_weights.is_contiguous() and
+    # topk_ids.is_contiguous()): raise ValueError`: a bool (a fresh tensor's: true), not a tensor
+    "tensor_is_contiguous": """
+def route(x):
+    fresh = torch.empty(4, 8)
+    if fresh.is_contiguous() is True and fresh.float().contiguous().is_contiguous() is True:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
     # vLLM 0.33.0 fused_moe/activation.py: a property of an enum member
     "enum_member_property": """
 class Act(enum.Enum):

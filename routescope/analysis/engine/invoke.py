@@ -83,6 +83,9 @@ class InvokeMixin(EngineBase):
             shape = fn.tensor.shape
             if fn.name == "dim" and shape is not None and not args:
                 return [(st, Const(len(shape)))]
+            if fn.name == "is_contiguous":  # a bool: true for a fresh tensor, else not told
+                why = Unknown("whether a tensor is contiguous", kind=UnknownKind.OPAQUE)
+                return [(st, Const(True) if fn.tensor.contiguous else why)]
             stride = stride_of(fn.tensor, args) if fn.name == "stride" else None
             if stride is not None:
                 return [(st, stride)]
