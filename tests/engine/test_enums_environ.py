@@ -81,6 +81,13 @@ def route(x):
 }
 
 
+def test_one_list_of_the_enum_kinds() -> None:
+    """values.truth's enums true as their values are: every kind enums.py tells apart."""
+    from routescope.analysis.engine import enums, values
+
+    assert values._VALUED == enums.FLAG_BASES | enums.INT_BASES | enums.STR_BASES
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_enum_decided_as_python_decides(tmp_path: Path, name: str) -> None:
     assert _kinds(tmp_path, CASES[name]) == ["cuda_kernel"]

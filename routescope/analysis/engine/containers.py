@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from routescope.analysis.engine.enums import INT_BASES, STR_BASES
 from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.values import (
     SERIALS,
@@ -269,10 +270,9 @@ def key_of(v: Value) -> Hashable:
     if isinstance(v, (ListVal, DictVal, SetVal)):
         return UNHASHABLE
     if isinstance(v, EnumMember):
-        if v.cls.external_bases() and any(
-            b in ("enum.IntEnum", "enum.IntFlag", "enum.StrEnum", "int", "str")
-            for b in v.cls.external_bases()
-        ):  # a member of an int or str enum is equal to its value
+        if any(
+            b in INT_BASES or b in STR_BASES for b in v.cls.external_bases()
+        ):  # a member of an int or str enum (IntFlag's too) is equal to its value
             return key_of(v.value)
         return _Identity(("enum", id(v.cls), v.name))
     if isinstance(v, FunctionVal):

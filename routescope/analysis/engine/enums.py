@@ -21,6 +21,7 @@ from routescope.analysis.engine.values import (
     Value,
 )
 
+# (values.truth holds their union, which it cannot import from here: a test keeps them equal)
 FLAG_BASES = frozenset({"enum.Flag", "enum.IntFlag"})
 INT_BASES = frozenset({"enum.IntEnum", "enum.IntFlag", "int"})
 STR_BASES = frozenset({"enum.StrEnum", "str"})
