@@ -64,12 +64,7 @@ def _listed(
     facts = eng.facts
     if args or kwargs or not facts.env_unset_means_absent:
         return None
-    facts.assume(
-        "environment",
-        "any other variable (os.environ listed)",
-        "unset",
-        f"{facts.source} env_unset = absent",
-    )
+    facts.env_unset("any other variable (os.environ listed)")
     given: dict[str, Value] = {k: Const(v, (f"--env {k}",)) for k, v in sorted(facts.env.items())}
     view = name.rsplit(".", 1)[1]
     if view == "copy":
