@@ -5,6 +5,7 @@ looked up through base classes. The trace engine and `routescope source` read co
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from dataclasses import replace
 
@@ -68,6 +69,15 @@ class Index:
             info = parse_module(name, relpath, self.tree.read_bytes(relpath))
             self._modules[name] = info
         return info
+
+    def digest(self, name: str) -> str | None:
+        """The sha256 of module `name`'s file, read without parsing it (a summary kept by it
+        is then read instead of the tree); None when the tree has no such module."""
+        info = self._modules.get(name)
+        if info is not None:
+            return info.sha256
+        relpath = self._paths.get(name)
+        return hashlib.sha256(self.tree.read_bytes(relpath)).hexdigest() if relpath else None
 
     def decorator_users(self, module: str, names: frozenset[str]) -> list[str]:
         """The other modules of `module`'s directory that decorate a top-level definition with a

@@ -197,7 +197,7 @@ def test_a_def_its_own_lines_do_not_give_back_is_read_from_the_whole_file() -> N
 def test_a_file_summary_is_kept_by_content_and_a_bad_one_is_computed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from routescope.analysis.engine.imports import names_read, names_read_kind
+    from routescope.analysis.engine.modnames import names_read, names_read_kind
 
     data, digest = _tricky_in(tmp_path, monkeypatch)
     parse_module("m", "m.py", data)  # the outline made

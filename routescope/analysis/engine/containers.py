@@ -209,6 +209,10 @@ class DictVal(Value):
     def __repr__(self) -> str:
         return "DictVal()"
 
+    def written(self, e: Entries, key: Value, value: Value) -> Entries:
+        """What `d[key] = value` leaves of contents `e`."""
+        return e.with_item(key, value)
+
 
 class SetVal(Value):
     """A mutable set: its members live on each path."""

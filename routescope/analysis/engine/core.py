@@ -29,6 +29,7 @@ from routescope.analysis.engine.sinks import SinksMixin
 from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.stmts import StmtMixin
 from routescope.analysis.engine.subscripts import SubscriptsMixin
+from routescope.analysis.engine.sysmodules import ModuleTable
 from routescope.analysis.engine.values import (
     ClassVal,
     FunctionVal,
@@ -82,6 +83,7 @@ class Engine(
         self.score_sources: dict[int, tuple[Value, Value]] = {}  # id -> (the gate, its scores)
         self.catching: list[list[ast.ExceptHandler]] = []
         self._reads: dict[str, frozenset[str]] = {}
+        self._bound: dict[str, frozenset[str]] = {}  # what each module's top level binds
         # objects some constructor of which was not run (opaque, or built separately): their
         # missing attributes are unknown, not absent
         self._unbuilt: set[int] = set()
@@ -112,6 +114,7 @@ class Engine(
         self.staged: list[str] = []  # steps routescope staged itself that raised (see phases)
         self._closure_env: dict[str, Value] | None = None  # what the running function closes over
         self._self_stack: list[tuple[Value | None, ClassVal | None, FunctionVal]] = []
+        self._sys_modules: ModuleTable | None = None  # sys.modules, made when first read
 
     # --- context -----------------------------------------------------------------------------
 

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import ast
-import functools
-import hashlib
-import marshal
 
 from routescope.analysis.engine.base import Ctx, EngineBase, Outcome
 from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import str_dict
+from routescope.analysis.engine.containers import Entries, str_dict
 from routescope.analysis.engine.join import join_states
+from routescope.analysis.engine.modnames import (
+    ANY,
+    STAR,
+    names_bound,
+    names_bound_kind,
+    names_read,
+    names_read_kind,
+)
 from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.sysmodules import ModuleTable, aliased
 from routescope.analysis.engine.values import (
     Const,
     External,
@@ -110,15 +116,16 @@ class ImportsMixin(EngineBase):
     def do_import(self, st: PathState, node: ast.Import | ast.ImportFrom) -> list[Outcome]:
         if isinstance(node, ast.Import):
             for alias in node.names:
+                name = self.through_sys_modules(alias.name)
                 top = alias.name.split(".")[0]
-                target = alias.name if alias.asname else top
+                target = name if alias.asname else self.through_sys_modules(top)
                 val = self.import_module(target)
                 if isinstance(val, ImportFailure):
                     return [(st, "raise", val.exc)]
                 st.env[alias.asname or top] = val
-                self._for_side_effects(alias.name, alias.asname or alias.name)
+                self._for_side_effects(name, alias.asname or alias.name)
             return [(st, "normal", None)]
-        base = self._absolute(node)
+        base = self.through_sys_modules(self._absolute(node))
         for alias in node.names:
             if alias.name != "*":
                 self._for_side_effects(f"{base}.{alias.name}", alias.asname or alias.name)
@@ -128,10 +135,46 @@ class ImportsMixin(EngineBase):
                     st.env.update({k: v for k, v in mod.globals.items() if not k.startswith("_")})
                 continue
             val = self._import_name(base, alias.name)
+            if isinstance(val, LazyName) and self.catching:
+                val = self._name_or_failure(st, val)
             if isinstance(val, ImportFailure):
                 return [(st, "raise", val.exc)]
             st.env[alias.asname or alias.name] = val
         return [(st, "normal", None)]
+
+    def _name_or_failure(self, st: PathState, val: LazyName) -> Value:
+        """`from m import name` where a handler may catch the ImportError (feature detection:
+        `try: from pkg.tensor import SparseMatrix` / `except ImportError:`): Python runs m
+        there and raises when it has no such name, submodule or module `__getattr__`, so m
+        runs now and is asked. Elsewhere the name stays lazy (m runs when it is first read)."""
+        if val.module in self.loading or not self._caught(st, External("ImportError")):
+            return val
+        bound = self._names_bound(val.module)
+        if ANY not in bound and (val.name in bound or "__getattr__" in bound):
+            return val  # (its top level binds the name, or may: no need to run it to know)
+        mod = self.load_module(val.module)
+        if mod is None or mod.error is not None or "__getattr__" in mod.globals:
+            return val
+        if st.global_value(mod, val.name) is not None:
+            return val
+        if self.index.has_module(f"{val.module}.{val.name}"):
+            return val
+        return ImportFailure(f"{val.module}.{val.name}", "ImportError")
+
+    def sys_modules(self) -> ModuleTable:
+        """`sys.modules`, the process's table of imported modules (see ModuleTable). What code
+        writes into it reads back, and imports go through it as Python's do:
+        `sys.modules["pkg"] = vendored_pkg` makes `import pkg.sub` load the vendored package's
+        own `sub`. Every other key is unknown (a module the process may have imported)."""
+        if self._sys_modules is None:
+            rest = Unknown("a module the process may have imported", kind=UnknownKind.OPAQUE)
+            self._sys_modules = ModuleTable(Entries({}, rest))
+        return self._sys_modules
+
+    def through_sys_modules(self, dotted: str) -> str:
+        """The framework module an import of `dotted` loads (see sysmodules.aliased)."""
+        table = self._sys_modules
+        return dotted if table is None else aliased(table, dotted, self.resolved)
 
     def partly_built(self, obj: Instance) -> None:
         self._unbuilt.add(id(obj))
@@ -164,11 +207,44 @@ class ImportsMixin(EngineBase):
             self._reads[module] = got
         return got
 
-    def _absolute(self, node: ast.ImportFrom) -> str:
+    def _names_bound(self, module: str) -> frozenset[str]:
+        """What a framework module's top level binds (modnames.names_bound, kept on disk by the
+        file's sha256: a module no trace ran is not parsed for it), a `from m import *` of a
+        framework module read as what m binds."""
+        got = self._bound.get(module)
+        if got is not None:
+            return got
+        self._bound[module] = frozenset({ANY})  # (a star-import cycle, a file gone: not told)
+        digest, relpath = self.index.digest(module), self.index.relpath(module)
+        if digest is None or relpath is None:
+            return self._bound[module]
+
+        def compute() -> frozenset[str]:
+            info = self.index.module(module)
+            if info is None or info.tree is None:
+                return frozenset({ANY})
+            return names_bound(info.tree, info.lines)
+
+        own = file_summary(digest, names_bound_kind(), compute)
+        names = {n for n in own if not n.startswith(STAR)}
+        for star in own - names:
+            rest = star[len(STAR) :]
+            target = rest.lstrip(".")
+            node = ast.ImportFrom(module=target or None, names=[], level=len(rest) - len(target))
+            other = self._absolute(node, module, relpath.endswith("__init__.py"))
+            names |= self._names_bound(other) if self.index.has_module(other) else {ANY}
+        self._bound[module] = got = frozenset(names)
+        return got
+
+    def _absolute(
+        self, node: ast.ImportFrom, current: str | None = None, is_pkg: bool = False
+    ) -> str:
+        """The module `from ... import` names, in the running module (or in `current`)."""
         if not node.level:
             return node.module or ""
-        current = self.ctx[-1].module.name if self.ctx else ""
-        is_pkg = self.ctx[-1].file.endswith("__init__.py") if self.ctx else False
+        if current is None:
+            current = self.ctx[-1].module.name if self.ctx else ""
+            is_pkg = self.ctx[-1].file.endswith("__init__.py") if self.ctx else False
         parts = current.split(".")
         drop = node.level - 1 if is_pkg else node.level
         base = parts[: len(parts) - drop] if drop else parts
@@ -240,11 +316,13 @@ class ImportsMixin(EngineBase):
 
 
 class ImportFailure(Value):
-    """An import of a package the facts say is absent: raising ImportError at that line."""
+    """An import of a package the facts say is absent (ModuleNotFoundError at that line), or
+    of a name its module does not have (ImportError)."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__((f"package {name} not importable",))
-        self.exc = External("ModuleNotFoundError", self.origins)
+    def __init__(self, name: str, exc: str = "ModuleNotFoundError") -> None:
+        why = "package {} not importable" if exc == "ModuleNotFoundError" else "no {} to import"
+        super().__init__((why.format(name),))
+        self.exc = External(exc, self.origins)
         self.name = name
 
 
@@ -296,32 +374,3 @@ class LazyName(Value):
         if "__getattr__" in mod.globals:
             return self.engine.module_attr(mod, self.name)
         return Unknown(f"{self.module} has no name {self.name}", kind=UnknownKind.ABSENT)
-
-
-def names_read(tree: ast.Module) -> frozenset[str]:
-    """The names and dotted attribute paths (a, a.b, a.b.c) a file's code reads, and the
-    identifiers its strings list (`__all__`, "a, b")."""
-    names: set[str] = set()
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Store):
-            names.add(sub.id)
-        elif isinstance(sub, ast.Attribute):
-            parts: list[str] = []
-            cur: ast.expr = sub
-            while isinstance(cur, ast.Attribute):
-                parts.append(cur.attr)
-                cur = cur.value
-            if isinstance(cur, ast.Name):
-                chain = [cur.id, *reversed(parts)]
-                names.update(".".join(chain[: i + 1]) for i in range(len(chain)))
-        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-            names.update(n.strip() for n in sub.value.split(",") if n.strip().isidentifier())
-    return frozenset(names)
-
-
-@functools.cache
-def names_read_kind() -> str:
-    """The kept summaries' kind: names_read's own code, hashed, so an edit of what it computes
-    never reads a summary the code before it kept."""
-    code = marshal.dumps(names_read.__code__)
-    return "names-read-" + hashlib.sha256(code).hexdigest()[:16]

@@ -15,6 +15,7 @@ from routescope.analysis.engine.bound import (
     ContextVarMethod,
     LibraryMethod,
     ModuleTypeInit,
+    Partial,
     Register,
 )
 from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, new_tuple, str_dict
@@ -53,6 +54,10 @@ _BUILTINS = (
 
 
 MODULE_BASES = records.MODULE_BASES
+
+
+# torch's base of a function with its own forward and backward (Function.apply runs forward)
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 
 
 class ObjectsMixin(EngineBase):
@@ -98,6 +103,8 @@ class ObjectsMixin(EngineBase):
             return [(st, CompiledFunction(obj, name))]
         if isinstance(obj, External):
             full = f"{obj.name}.{name}"
+            if full == "sys.modules":
+                return [(st, self.sys_modules())]
             fact = self.facts.attribute_fact(full)
             if fact is not None:
                 return [(st, fact)]
@@ -177,6 +184,13 @@ class ObjectsMixin(EngineBase):
             special = records.class_attribute(obj, name)
             if special is not None:
                 return [(st, special)]
+            if name == "apply" and AUTOGRAD_FUNCTIONS & set(obj.external_bases()):
+                forward = self.class_lookup(st, obj, "forward")
+                if isinstance(forward, FunctionVal):  # Function.apply(*args): forward runs on
+                    # them, handed a context first unless the class sets it up itself
+                    own_setup = isinstance(self.class_lookup(st, obj, "setup_context"), FunctionVal)
+                    ctx: list[Value] = [External("torch.autograd.function.FunctionCtx")]
+                    return [(st, Partial(forward, [] if own_setup else ctx, {}))]
             if name == "__name__":
                 return [(st, Const(obj.qualname.split(":")[-1].rsplit(".", 1)[-1]))]
             if name == "__qualname__":

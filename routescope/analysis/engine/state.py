@@ -182,7 +182,11 @@ class PathState:
         return got
 
     def store(self, obj: Value, contents: Any) -> None:
-        """Replace what `obj` holds on this path (contents are never changed in place)."""
+        """Replace what `obj` holds on this path (contents are never changed in place); an
+        object the whole process shares, whatever way wrote it (sys.modules), holds it."""
+        if type(obj).__dict__.get("process_wide"):
+            set_base(obj, contents)
+            return
         self.heap[id(obj)] = contents
         self.heap_objs[id(obj)] = obj
         for r in RECORDING:

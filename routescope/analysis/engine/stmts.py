@@ -213,7 +213,7 @@ class StmtMixin(EngineBase):
             if s is not st:
                 continue
             if isinstance(obj, DictVal):
-                st.store(obj, entries(st, obj).with_item(idx, v))
+                st.store(obj, obj.written(entries(st, obj), idx, v))
             elif isinstance(obj, ListVal):
                 items = seq_items(st, obj)
                 at = index_of(idx)

@@ -15,6 +15,7 @@ from routescope.analysis.engine.containers import (
 from routescope.analysis.engine.tensors import DTYPES
 from routescope.analysis.engine.tensors import PARAMETER as PARAMETER_CLASSES
 from routescope.analysis.engine.values import (
+    AtLeast,
     ClassVal,
     Const,
     EnumMember,
@@ -112,6 +113,10 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
             continue  # a list is no dict
         if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
             continue  # a framework object or a config is none of the builtin types
+        if isinstance(t, External) and isinstance(obj, AtLeast) and t.name in builtin_types:
+            if t.name == "int":  # a count known from below (the tokens in a batch): an int,
+                return Const(True, obj.origins)
+            continue  # and no bool, float, str or container
         if (
             isinstance(t, External)
             and isinstance(obj, (FunctionVal, ClassVal, EnumMember))
@@ -176,6 +181,8 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
                 continue
             if not isinstance(obj, (Instance, Unknown, External, Tensor)):
                 continue  # constants, functions, modules, field specs: no framework instance
+            if isinstance(obj, Tensor) and _plain(t):
+                continue  # what torch made (a tensor, a module) is of no class outside torch's
             return Unknown(
                 f"isinstance of {type(obj).__name__} against {t.qualname}",
                 kind=UnknownKind.UNSUPPORTED,
@@ -201,6 +208,17 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
             continue  # no framework class is a builtin container (none derives from dict here)
         return Unknown("isinstance against an unknown class", kind=UnknownKind.UNSUPPORTED)
     return Const(False, obj.origins)
+
+
+def _plain(cls: ClassVal) -> bool:
+    """A framework class none of whose ancestors is a library class but object's kin: no
+    value torch makes is an instance of it (a torch subclass's instances, and what torch ops
+    make of them, derive from a torch class)."""
+    return all(
+        isinstance(b, ClassVal) or (isinstance(b, External) and b.name in PLAIN_BASES)
+        for c in cls.mro()
+        for b in c.bases
+    )
 
 
 # library classes and the library classes they derive from (the enum family)

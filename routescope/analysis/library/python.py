@@ -267,7 +267,7 @@ def _find_spec(
 ) -> Paths | None:
     if not (args and isinstance(args[0], Const) and isinstance(args[0].value, str)):
         return None
-    target = args[0].value
+    target = eng.through_sys_modules(args[0].value)  # (a name sys.modules holds: its spec)
     found = eng.index.has_module(target) or eng.facts.package_available(target)
     if found is False:
         return one(st, Const(None, (f"package {target} not importable",)))
@@ -289,7 +289,8 @@ def _import_module(
     if not isinstance(target, str) or not target or target[:1] == ".":
         return None
     # __import__("a.b") gives the top-level module a, as `import a.b` binds it
-    return _imported(eng, st, target.split(".")[0] if name == "__import__" else target)
+    target = target.split(".")[0] if name == "__import__" else target
+    return _imported(eng, st, eng.through_sys_modules(target))
 
 
 def _imported(eng: EngineBase, st: PathState, target: str) -> Paths:

@@ -1,0 +1,206 @@
+"""A vendored package registered under its own name, as Python's import system finds it.
+
+vLLM 0.34.0 carries OpenAI's triton_kernels in vllm/third_party/triton_kernels and, where the
+package is not installed, registers that copy as `triton_kernels` in sys.modules
+(utils/import_utils.py:55-78, :560-566). Its version probe then asks the package for a name
+under `except ImportError` (:570-586), and the MoE forward imports `triton_kernels.routing`,
+whose top-k is a torch.autograd.Function (third_party/triton_kernels/topk.py:69-124) that
+checks `isinstance(x, Tensor)` against the package's own dataclass (topk.py:10, tensor.py:97).
+Each step is Python's semantics, not vLLM's: before them, gpt-oss on Hopper reached no kernel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.values import AtLeast
+from tests.engine.test_engine_synthetic import SCORES, SINKS, make_tree, run
+
+VENDORED = {
+    "third_party/__init__.py": "",
+    "third_party/vend/__init__.py": "",
+    "third_party/vend/tensor.py": """
+        from dataclasses import dataclass
+
+        @dataclass
+        class Tensor:
+            storage: object
+            shape: list = None
+    """,
+    # the vendored modules import their package by its own name, as the original does
+    "third_party/vend/topk.py": """
+        import torch
+        from fastk import topk_fast
+        from vend.tensor import Tensor
+
+        class TopK(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, k):
+                ctx.k = k
+                if not isinstance(x, Tensor):
+                    return topk_fast(x)
+                return torch.topk(x, k)
+
+        def topk(x, k):
+            return TopK.apply(x, k)
+    """,
+    "importing.py": """
+        import importlib.util
+        import sys
+        from functools import cache
+
+        @cache
+        def import_vendored():
+            if importlib.util.find_spec("vend") is not None:
+                import vend
+            else:
+                import fw.third_party.vend as vend
+                sys.modules["vend"] = vend
+
+        def api_version():
+            import_vendored()
+            try:
+                from vend.tensor import SparseMatrix  # the newer API's name
+            except ImportError:
+                return "legacy"
+            return "new"
+    """,
+}
+
+
+def _kinds(tmp_path: Path, route: str, *args: object, installed: bool = False) -> list[str]:
+    files = {**VENDORED, "route.py": route}
+    facts = Facts(sinks=SINKS, packages={"vend": installed})
+    paths = run(make_tree(tmp_path, files), "fw.route:route", SCORES(), *args, facts=facts)
+    return sorted(str(p.sink.kind if p.sink else None) for p in paths)
+
+
+def test_a_vendored_package_registered_in_sys_modules_is_imported_by_its_name(
+    tmp_path: Path,
+) -> None:
+    route = """
+        import torch
+        from fw.importing import api_version, import_vendored
+
+        def route(x):
+            if api_version() == "legacy":
+                from vend.topk import topk
+                return topk(x, 2)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, route) == ["cuda_kernel"]
+
+
+def test_an_installed_package_is_not_the_vendored_copy(tmp_path: Path) -> None:
+    """With the package installed nothing is registered: `vend` is the library routescope does
+    not read, and its topk is nothing the rules know (no sink)."""
+    route = """
+        from fw.importing import import_vendored
+
+        def route(x):
+            import_vendored()
+            from vend.topk import topk
+            return topk(x, 2)
+    """
+    assert _kinds(tmp_path, route, installed=True) == ["None"]
+
+
+def test_a_missing_name_raises_import_error_where_a_handler_catches_it(tmp_path: Path) -> None:
+    """`from m import name` for a name m does not define raises ImportError (not its subclass
+    ModuleNotFoundError); a name m defines imports."""
+    route = """
+        import torch
+        from fastk import topk_fast
+
+        def route(x):
+            try:
+                from fw.third_party.vend.tensor import Tensor
+                from fw.third_party.vend.tensor import SparseMatrix
+            except ModuleNotFoundError:
+                return torch.topk(x, 2)
+            except ImportError:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, route) == ["cuda_kernel"]
+
+
+def test_what_torch_makes_is_no_instance_of_a_plain_framework_class(tmp_path: Path) -> None:
+    """A tensor is no instance of a class that derives from no torch class; a batch's token
+    count (known from below) is an int and no bool."""
+    route = """
+        import torch
+        from fastk import topk_fast
+        from fw.third_party.vend.tensor import Tensor
+
+        def route(x, n):
+            if (not isinstance(x, Tensor) and isinstance(n, int) and not isinstance(n, bool)
+                    and not isinstance(n, (str, float))):
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, route, AtLeast(1, "tokens in the batch")) == ["cuda_kernel"]
+
+
+def test_names_bound_reads_the_top_level_only() -> None:
+    """What decides, without running a module, that `from m import name` finds the name: its
+    top level's definitions, assignments, imports and targets, the names its functions declare
+    global, each star import (resolved by the engine), and a marker for dynamic binding."""
+    import ast
+    import textwrap
+
+    from routescope.analysis.engine.modnames import ANY, STAR, names_bound
+
+    text = textwrap.dedent("""
+        import os.path
+        import numpy as np
+        from .sibling import a, b as c
+        from ..pkg import *
+        X: int = 1
+        Y, (Z, *W) = 1, (2, 3)
+        if os.environ.get("A"):
+            def f(): local = 1
+        else:
+            class K:
+                inside = 1
+        try:
+            from ext import e
+        except ImportError as err:
+            e = None
+        for i in range(2):
+            pass
+        with open("f") as fh:
+            pass
+        if (n := 3):
+            pass
+        def g():
+            global G
+            G = 1
+    """)
+    got = names_bound(ast.parse(text), text.splitlines())
+    assert got == {"os", "np", "a", "c", f"{STAR}..pkg", "X", "Y", "Z", "W", "f", "K", "e",
+                   "err", "i", "fh", "n", "g", "G"}  # fmt: skip
+    assert "local" not in got and "inside" not in got and ANY not in got
+    dynamic = "def h():\n    globals()['Q'] = 1\n"
+    assert ANY in names_bound(ast.parse(dynamic), dynamic.splitlines())
+    getter = "def __getattr__(name):\n    return name\n"
+    assert "__getattr__" in names_bound(ast.parse(getter), getter.splitlines())
+
+
+def test_a_name_a_star_import_binds_is_found_without_running_the_module(tmp_path: Path) -> None:
+    route = """
+        import torch
+        from fastk import topk_fast
+
+        def route(x):
+            try:
+                from fw.reexport import Tensor
+            except ImportError:
+                return torch.topk(x, 2)
+            return topk_fast(x)
+    """
+    files = {**VENDORED, "route.py": route,
+             "reexport.py": "from .third_party.vend.tensor import *\n"}  # fmt: skip
+    paths = run(make_tree(tmp_path, files), "fw.route:route", SCORES(), facts=Facts(sinks=SINKS))
+    assert sorted(str(p.sink.kind if p.sink else None) for p in paths) == ["cuda_kernel"]
