@@ -191,7 +191,8 @@ def switch_by_tracing(
     dep: Deployment,
     retrace: Callable[[Deployment], dict[str, Any]],
 ) -> None:
-    """A selected path whose kernel routes inside (not insertable) and whose guards name no
+    """A selected path that is not insertable (its kernel routes inside, or no statement binds
+    the router's ids: the routing runs inside the experts' call) and whose guards name no
     switch: the rules' `switch.server_arg` set to each preferred value in turn, traced again;
     the first whose path is selected and insertable becomes the verdict's switch, with what
     it leads to as evidence (what each other value gave, too)."""
@@ -205,7 +206,7 @@ def switch_by_tracing(
         or (verdict.get("switch") or {}).get("suggest")
         or disp["status"] != "selected"
         or not disp["paths"]
-        or (disp["paths"][0]["sink"] or {}).get("kind") != "fused_moe_kernel"
+        or not disp["paths"][0]["sink"]
     ):
         return
     now = current.get(arg)
@@ -223,6 +224,8 @@ def switch_by_tracing(
         sink = other["dispatch"]["paths"][0]["sink"] or {}
         point = theirs.get("insertion_point") or {}
         mine = disp["paths"][0]["sink"] or {}
+        fused = mine.get("kind") == "fused_moe_kernel"
+        now_is = "the kernel that routes inside" if fused else "no statement binds the ids"
         gives = {g["value"]: g["text"] for g in rule.get("gives_up", [])}
         flag_name = "--" + arg.replace("_", "-")
         verdict["switch"] = {
@@ -230,11 +233,13 @@ def switch_by_tracing(
             "flag": flag_name,
             "current": now,
             "chosen_by": {"file": mine.get("file", ""), "line": mine.get("line", 0),
-                          "condition": f"{arg} = {now!r}: the kernel that routes inside"},
+                          "condition": f"{arg} = {now!r}: {now_is}"},
             "excluded": [t.split(":", 1)[0] for t in tried],
             "suggest": value,
             "gives_up": gives.get(str(now), f"the fused MoE kernel {mine.get('name')}, which "
-                                            "routes inside"),
+                                            "routes inside" if fused else
+                                            f"the experts' own routing ({mine.get('name')}), "
+                                            "which the path never hands back as tensors"),
             "evidence": [
                 f"traced again with {flag}: {sink.get('name')} [{sink.get('kind')}] at "
                 f"{sink.get('file')}:{sink.get('line')}; insertable after "

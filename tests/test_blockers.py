@@ -610,11 +610,20 @@ def test_a_switch_no_guard_names_is_found_by_tracing_each_preferred_value() -> N
     assert doc["verdict"]["why"].endswith(
         "--moe-backend flashinfer_cutlass selects the decomposed path"
     )
-    # nothing to do: an insertable path, a modular kernel, rules that declare no argument
-    for done in (_fused(True, "cuda_kernel"), _fused(False, "cuda_kernel")):
-        seen.clear()
-        switch_by_tracing(done, fw, {}, "quantization", dep, retrace)
-        assert done["verdict"]["switch"] is None and not seen
+    # nothing to do: an insertable path, rules that declare no argument
+    done = _fused(True, "cuda_kernel")
+    seen.clear()
+    switch_by_tracing(done, fw, {}, "quantization", dep, retrace)
+    assert done["verdict"]["switch"] is None and not seen
+    # a kernel that is no fused MoE kernel, on a path where no statement binds the router's
+    # ids (gpt-oss on vLLM SM90: the routing inside the OAI Triton experts' call) is searched too
+    inside = _fused(False, "cuda_kernel")
+    switch_by_tracing(inside, fw, {}, "quantization", dep, retrace)
+    sw = inside["verdict"]["switch"]
+    assert sw["suggest"] == "flashinfer_cutlass" and sw["chosen_by"]["condition"].endswith(
+        "no statement binds the ids"
+    )
+    assert sw["gives_up"].startswith("the experts' own routing (torch.ops._moe_C.grouped_topk)")
     bare = _fused(False, "fused_moe_kernel")
     switch_by_tracing(bare, {"switch": {"prefer": ["triton"]}}, {}, "quantization", dep, retrace)
     assert bare["verdict"]["switch"] is None

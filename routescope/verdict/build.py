@@ -121,11 +121,18 @@ def assess(
         )
         return out
     point = find_point(path, index, fw["tensors"])
-    if point is None:
+    if point is None:  # the routing runs inside a call that never hands its ids back
+        switch = find_switch(path, index, fw) or switch_from_router(doc, path, index, fw)
         out.update(
             insertable=False,
+            switch=switch,
             why=f"no statement on the path binds {fw['tensors']['ids'][0]} and "
-            f"{fw['tensors']['weights'][0]} from the router call ({sink['name']})",
+            f"{fw['tensors']['weights'][0]} from the router call ({sink['name']})"
+            + (
+                f"; {switch['flag']} {switch['suggest']} selects the decomposed path"
+                if switch and switch["flag"] and switch["suggest"]
+                else ""
+            ),
         )
         return out
     out["insertion_point"] = _point_dict(point, path, fw)

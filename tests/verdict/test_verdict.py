@@ -201,3 +201,23 @@ def test_a_sqrtsoftplus_router_gets_its_own_scores_in_the_sketch() -> None:
     assert "router_logits.float().sigmoid()" in sketch("", biased=True, score="sigmoid",
                                                        logits="router_logits", **kw)  # type: ignore[arg-type]  # fmt: skip
     assert ".softmax(dim=-1)" in sketch("", biased=False, score="softmax", logits="x", **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.network
+def test_routing_inside_the_experts_call_names_the_switch() -> None:
+    """gpt-oss-120b on SM90, SGLang 0.5.23, with triton_kernels installed: the gpt-oss override
+    picks the triton_kernel runner (arg_groups/model_overrides/gpt_oss.py:102-120) and TopK
+    routes with triton_kernels' `routing` (moe/topk.py:906), whose ids no statement binds; the
+    verdict names the runner switch the path's guards read, as it does for a fused kernel."""
+    from routescope import api
+    from tests.conftest import REPO
+
+    doc = api.inspect(api.InspectRequest(
+        model=str(REPO / "examples/checkpoints/openai--gpt-oss-120b"), framework="sglang==0.5.23",
+        gpu="sm90", tp=8, packages={"triton_kernels": True}))  # fmt: skip
+    v = doc["verdict"]
+    assert v["insertable"] is False and "no statement on the path binds" in v["why"]
+    sw = v["switch"]
+    assert (sw["flag"], sw["current"], sw["suggest"]) == (
+        "--moe-runner-backend", "triton_kernel", "triton")  # fmt: skip
+    assert v["why"].endswith("--moe-runner-backend triton selects the decomposed path")
