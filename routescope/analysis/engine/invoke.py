@@ -35,7 +35,7 @@ from routescope.analysis.engine.tensors import (
     SAME_DTYPE,
     SAME_SHAPE,
     TensorMethod,
-    stride_of,
+    known_result,
 )
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -86,9 +86,9 @@ class InvokeMixin(EngineBase):
             if fn.name == "is_contiguous":  # a bool: true for a fresh tensor, else not told
                 why = Unknown("whether a tensor is contiguous", kind=UnknownKind.OPAQUE)
                 return [(st, Const(True) if fn.tensor.contiguous else why)]
-            stride = stride_of(fn.tensor, args) if fn.name == "stride" else None
-            if stride is not None:
-                return [(st, stride)]
+            known = known_result(fn.tensor, fn.name, args)  # stride(i), element_size()
+            if known is not None:
+                return [(st, known)]
             if (
                 fn.name == "size"
                 and shape is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from routescope.analysis.engine.values import (
+    AtLeast,
     Const,
     External,
     Tensor,
@@ -164,3 +165,27 @@ class TensorMethod(Value):
         super().__init__()
         self.tensor = tensor
         self.name = name
+
+
+# bytes per element of each dtype (torch's element_size(); float4_e2m1fn_x2 packs two in one)
+_ITEMSIZE = {
+    "float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "complex64": 8, "complex128": 16,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1,
+    "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+    "float4_e2m1fn_x2": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+}  # fmt: skip
+
+
+def element_size(t: Tensor) -> Value:
+    """t.element_size(): the bytes of one element of its dtype; at least one when the dtype is
+    not known (no dtype's elements take no bytes)."""
+    name = (t.dtype or "").removeprefix("torch.")
+    size = _ITEMSIZE.get(_DTYPE_ALIASES.get(name, name))
+    return Const(size) if size is not None else AtLeast(1, "bytes per element")
+
+
+def known_result(t: Tensor, name: str, args: list[Value]) -> Value | None:
+    """What a tensor method that describes its layout gives, where it is known."""
+    if name == "element_size" and not args:
+        return element_size(t)
+    return stride_of(t, args) if name == "stride" else None
