@@ -13,7 +13,7 @@ from routescope.analysis.engine.state import Decision
 from routescope.analysis.phases.deployment import Deployment
 from routescope.errors import RoutescopeError
 
-MAX_TRIES = 4  # traces a way-out search may cost (each is a whole trace)
+MAX_TRIES = 5  # traces a way-out search may cost (each is a whole trace): every preferred value
 # what a way out found by tracing cannot promise: the trace builds the layers without loading
 # weights, so a failure there (a checkpoint's shapes the chosen runner cannot take) is not seen
 NOT_CHECKED = ("weight loading is not traced: a failure there (a checkpoint shape the runner "

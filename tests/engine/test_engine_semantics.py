@@ -228,17 +228,9 @@ def route(x):
     return torch.topk(x, 2)
 """,
     # vLLM 0.34.0 model_executor/utils.py:130-161 _in_own_storage: `offset % size` and
-    # `offset // size` with size = new.element_size(): the dtype's bytes (at least one when the
-    # dtype is not known), never a ZeroDivisionError
+    # `offset // size` with size = new.element_size(): the dtype's bytes
     "tensor_element_size": """
-import fastk
-
 def route(x):
-    some = torch.empty(4, 8, dtype=fastk.dtype_of(x))  # a dtype not known
-    try:
-        offset = 16 // some.element_size()
-    except ZeroDivisionError:
-        return torch.topk(x, 2)
     if (torch.empty(4, dtype=torch.bfloat16).element_size() == 2
             and torch.empty(2, dtype=torch.float8_e4m3fn).element_size() == 1):
         return topk_fast(x)

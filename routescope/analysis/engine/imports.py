@@ -59,6 +59,9 @@ class ImportsMixin(EngineBase):
         # An import completes whatever phase triggered it: a phase's deadline must not leave a
         # module half-evaluated for the phases after it (statements have their own budget).
         outer, self.budget.local = self.budget.local, []
+        # the body runs when a name from it is first read: the handlers around that read are
+        # not around the import (an ImportError in the body fails the import, as at start-up)
+        catching, self.catching = self.catching, []
         started = self.budget.steps
         try:
             for stmt in info.tree.body:
@@ -68,6 +71,7 @@ class ImportsMixin(EngineBase):
         finally:
             spent = self.budget.steps - started  # the importing phase does not pay for the import
             self.budget.local = [(limit + spent, why) for limit, why in outer]
+            self.catching = catching
             self.ctx.pop()
             self.loading.discard(name)
         # Registries filled by decorators at import time (`@register_fused_func("none",
@@ -126,6 +130,7 @@ class ImportsMixin(EngineBase):
                 self._for_side_effects(name, alias.asname or alias.name)
             return [(st, "normal", None)]
         base = self.through_sys_modules(self._absolute(node))
+        raised: list[Outcome] = []
         for alias in node.names:
             if alias.name != "*":
                 self._for_side_effects(f"{base}.{alias.name}", alias.asname or alias.name)
@@ -137,29 +142,35 @@ class ImportsMixin(EngineBase):
             val = self._import_name(base, alias.name)
             if isinstance(val, LazyName) and self.catching:
                 val = self._name_or_failure(st, val)
+            if isinstance(val, PerhapsMissing):  # one way it raises, the other goes on
+                raised.append((st.fork(), "raise", val.missing.exc))
+                val = val.name
             if isinstance(val, ImportFailure):
-                return [(st, "raise", val.exc)]
+                return [*raised, (st, "raise", val.exc)]
             st.env[alias.asname or alias.name] = val
-        return [(st, "normal", None)]
+        return [*raised, (st, "normal", None)]
 
     def _name_or_failure(self, st: PathState, val: LazyName) -> Value:
         """`from m import name` where a handler may catch the ImportError (feature detection:
         `try: from pkg.tensor import SparseMatrix` / `except ImportError:`): Python runs m
         there and raises when it has no such name, submodule or module `__getattr__`, so m
-        runs now and is asked. Elsewhere the name stays lazy (m runs when it is first read)."""
+        runs now (unless its top level surely binds the name) and is asked; where m may bind
+        names no statement spells, a name it lacks perhaps raises (PerhapsMissing). Elsewhere
+        the name stays lazy (m runs when it is first read)."""
         if val.module in self.loading or not self._caught(st, External("ImportError")):
             return val
         bound = self._names_bound(val.module)
         if ANY not in bound and (val.name in bound or "__getattr__" in bound):
-            return val  # (its top level binds the name, or may: no need to run it to know)
+            return val  # (its top level surely binds the name, or answers any: no need to run it)
+        if self.index.has_module(f"{val.module}.{val.name}"):
+            return val
         mod = self.load_module(val.module)
         if mod is None or mod.error is not None or "__getattr__" in mod.globals:
             return val
         if st.global_value(mod, val.name) is not None:
             return val
-        if self.index.has_module(f"{val.module}.{val.name}"):
-            return val
-        return ImportFailure(f"{val.module}.{val.name}", "ImportError")
+        missing = ImportFailure(f"{val.module}.{val.name}", "ImportError")
+        return PerhapsMissing(val, missing) if ANY in bound else missing
 
     def sys_modules(self) -> ModuleTable:
         """`sys.modules`, the process's table of imported modules (see ModuleTable). What code
@@ -232,7 +243,9 @@ class ImportsMixin(EngineBase):
             target = rest.lstrip(".")
             node = ast.ImportFrom(module=target or None, names=[], level=len(rest) - len(target))
             other = self._absolute(node, module, relpath.endswith("__init__.py"))
-            names |= self._names_bound(other) if self.index.has_module(other) else {ANY}
+            theirs = self._names_bound(other) if self.index.has_module(other) else {ANY}
+            if "__all__" not in theirs:  # (with __all__ the star gives what it lists: not told)
+                names |= {n for n in theirs if not n.startswith("_") or n == ANY}
         self._bound[module] = got = frozenset(names)
         return got
 
@@ -267,6 +280,8 @@ class ImportsMixin(EngineBase):
             return LazyModule(self, full)
         if self.index.has_module(base):
             return LazyName(self, base, name)
+        if full == "sys.modules":
+            return self.sys_modules()
         avail = self.facts.package_available(full)
         if avail is False:
             return ImportFailure(full)
@@ -313,6 +328,14 @@ class ImportsMixin(EngineBase):
         return Unknown("import cycle", kind=UnknownKind.UNSUPPORTED)
 
     # --- names and attributes ---------------------------------------------------------------
+
+
+class PerhapsMissing(Value):
+    """A name a module may or may not have when imported (it binds names dynamically)."""
+
+    def __init__(self, name: LazyName, missing: ImportFailure) -> None:
+        super().__init__()
+        self.name, self.missing = name, missing
 
 
 class ImportFailure(Value):

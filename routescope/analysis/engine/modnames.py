@@ -16,7 +16,7 @@ _GLOBAL = re.compile(r"^\s*global\s+([\w\s,]+)")
 ANY = "*"  # in names_bound: the module may bind names no statement spells
 STAR = "*from:"  # in names_bound, before a module name: what `from m import *` binds
 # code that binds names no statement spells: globals() and vars() written, exec
-_DYNAMIC = re.compile(r"(?<![\w.])(?:globals\(\)|vars\(\)|exec\()")
+_DYNAMIC = re.compile(r"(?<![\w.])(?:globals\(\)|vars\(\)|exec\()|sys\.modules\[__name__\]")
 
 
 def names_read(tree: ast.Module) -> frozenset[str]:
@@ -49,34 +49,49 @@ def names_read_kind() -> str:
 
 
 def names_bound(tree: ast.Module, lines: tuple[str, ...] | list[str]) -> frozenset[str]:
-    """The names a module's top level binds (definitions, assignments, imports, loop and with
-    targets, handler names, walrus targets), and those its functions declare `global`; each
-    `from m import *` as STAR + m (as written: relative or not); ANY when it may bind names no
-    statement spells (`globals()`, `vars()`, `exec`). A module `__getattr__` is among the
-    names: it may answer any other."""
+    """The names a module's top level surely binds once it has run: what its own unconditional
+    statements define, assign or import (a def, a class, `x = ...`, `x: T = ...`, an import),
+    less a name it deletes anywhere or its functions declare `global` (they may delete it);
+    each `from m import *` as STAR + m (as written: relative or not); ANY when code may bind
+    names no statement spells (`globals()`, `vars()`, `exec`, `sys.modules[__name__]`). A
+    module `__getattr__` is among the names. What a branch, a loop, a `with` or a `try` binds
+    (`if TYPE_CHECKING:` imports, an `except ... as e` name) is not sure: an import of such a
+    name runs the module to be told."""
     names: set[str] = set()
+    unsure: set[str] = set()
     for line in lines:
         got = _GLOBAL.match(line)
         if got:
-            names.update(n.strip() for n in got.group(1).split(",") if n.strip())
+            unsure.update(n.strip() for n in got.group(1).split(",") if n.strip())
         if _DYNAMIC.search(line):
             names.add(ANY)
-    for node in _top_level(tree.body):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                if alias.name == "*" and isinstance(node, ast.ImportFrom):
-                    names.add(f"{STAR}{'.' * node.level}{node.module or ''}")
-                elif alias.asname or isinstance(node, ast.ImportFrom):
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name == "*" and isinstance(stmt, ast.ImportFrom):
+                    names.add(f"{STAR}{'.' * stmt.level}{stmt.module or ''}")
+                elif alias.asname or isinstance(stmt, ast.ImportFrom):
                     names.add(alias.asname or alias.name)
                 else:
                     names.add(alias.name.split(".")[0])
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-    return frozenset(names)
+        elif isinstance(stmt, ast.Assign) or (
+            isinstance(stmt, ast.AnnAssign) and stmt.value is not None
+        ):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(
+                n.id
+                for t in targets
+                for n in ast.walk(t)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+    for node in _top_level(tree.body):
+        if isinstance(node, ast.Delete):
+            unsure.update(
+                n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+            )
+    return frozenset(names - unsure)
 
 
 def _top_level(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -107,6 +122,6 @@ def _top_level(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
 def names_bound_kind() -> str:
     """As names_read_kind, over names_bound's code and its walk's."""
     code = marshal.dumps(
-        (names_bound.__code__, _top_level.__code__, _GLOBAL.pattern, _DYNAMIC.pattern, STAR)
+        (names_bound.__code__, _top_level.__code__, _GLOBAL.pattern, _DYNAMIC.pattern, STAR, ANY)
     )
     return "names-bound-" + hashlib.sha256(code).hexdigest()[:16]

@@ -57,7 +57,13 @@ MODULE_BASES = records.MODULE_BASES
 
 
 # torch's base of a function with its own forward and backward (Function.apply runs forward)
-AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+AUTOGRAD_FUNCTIONS = frozenset(
+    {
+        "torch.autograd.Function",
+        "torch.autograd.function.Function",
+        "torch.autograd.function.InplaceFunction",
+    }
+)
 
 
 class ObjectsMixin(EngineBase):

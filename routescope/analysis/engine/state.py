@@ -184,7 +184,7 @@ class PathState:
     def store(self, obj: Value, contents: Any) -> None:
         """Replace what `obj` holds on this path (contents are never changed in place); an
         object the whole process shares, whatever way wrote it (sys.modules), holds it."""
-        if type(obj).__dict__.get("process_wide"):
+        if getattr(type(obj), "process_wide", False):
             set_base(obj, contents)
             return
         self.heap[id(obj)] = contents

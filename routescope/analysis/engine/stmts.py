@@ -144,6 +144,17 @@ class StmtMixin(EngineBase):
             return True
         return False
 
+    def ex_Delete(self, st: PathState, node: ast.Delete) -> list[Outcome]:
+        """`del name` unbinds a local or module-level name (an item or attribute deleted, or a
+        name declared global, is not tracked)."""
+        declared = st.env.get(GLOBALS_KEY)
+        for target in node.targets:
+            if isinstance(target, ast.Name) and not (
+                isinstance(declared, Const) and target.id in declared.value
+            ):
+                st.env.pop(target.id, None)
+        return [(st, "normal", None)]
+
     def ex_Global(self, st: PathState, node: ast.Global) -> list[Outcome]:
         declared = st.env.get(GLOBALS_KEY)
         names = set(declared.value) if isinstance(declared, Const) else set()

@@ -167,6 +167,13 @@ class TensorMethod(Value):
         self.name = name
 
 
+class Count(AtLeast):
+    """An integer count known from below: the tokens in a batch (an int, never a float: what
+    max() of unknown numbers bounds from below may be one)."""
+
+    __slots__ = ()
+
+
 # bytes per element of each dtype (torch's element_size(); float4_e2m1fn_x2 packs two in one)
 _ITEMSIZE = {
     "float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "complex64": 8, "complex128": 16,
@@ -176,12 +183,12 @@ _ITEMSIZE = {
 }  # fmt: skip
 
 
-def element_size(t: Tensor) -> Value:
-    """t.element_size(): the bytes of one element of its dtype; at least one when the dtype is
-    not known (no dtype's elements take no bytes)."""
+def element_size(t: Tensor) -> Value | None:
+    """t.element_size(): the bytes of one element of its dtype; None when the dtype is not
+    known (the call's default answer then)."""
     name = (t.dtype or "").removeprefix("torch.")
     size = _ITEMSIZE.get(_DTYPE_ALIASES.get(name, name))
-    return Const(size) if size is not None else AtLeast(1, "bytes per element")
+    return Const(size) if size is not None else None
 
 
 def known_result(t: Tensor, name: str, args: list[Value]) -> Value | None:

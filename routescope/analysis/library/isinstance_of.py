@@ -12,10 +12,9 @@ from routescope.analysis.engine.containers import (
     SetVal,
     TupleVal,
 )
-from routescope.analysis.engine.tensors import DTYPES
+from routescope.analysis.engine.tensors import DTYPES, Count
 from routescope.analysis.engine.tensors import PARAMETER as PARAMETER_CLASSES
 from routescope.analysis.engine.values import (
-    AtLeast,
     ClassVal,
     Const,
     EnumMember,
@@ -113,7 +112,7 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
             continue  # a list is no dict
         if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
             continue  # a framework object or a config is none of the builtin types
-        if isinstance(t, External) and isinstance(obj, AtLeast) and t.name in builtin_types:
+        if isinstance(t, External) and isinstance(obj, Count) and t.name in builtin_types:
             if t.name == "int":  # a count known from below (the tokens in a batch): an int,
                 return Const(True, obj.origins)
             continue  # and no bool, float, str or container
@@ -211,14 +210,20 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
 
 
 def _plain(cls: ClassVal) -> bool:
-    """A framework class none of whose ancestors is a library class but object's kin: no
-    value torch makes is an instance of it (a torch subclass's instances, and what torch ops
-    make of them, derive from a torch class)."""
-    return all(
-        isinstance(b, ClassVal) or (isinstance(b, External) and b.name in PLAIN_BASES)
-        for c in cls.mro()
-        for b in c.bases
-    )
+    """A framework class none of whose ancestors is a library class but object (or Generic),
+    made with no metaclass: no value torch makes is an instance of it (a torch subclass's
+    instances, and what torch ops make of them, derive from a torch class; an ABC may
+    register torch's classes as its own, a metaclass may answer isinstance itself)."""
+    for c in cls.mro():
+        if c.node is not None and c.node.keywords:  # metaclass=...
+            return False
+        for b in c.bases:
+            if not (isinstance(b, ClassVal) or (isinstance(b, External) and b.name in _PLAIN)):
+                return False
+    return True
+
+
+_PLAIN = frozenset({"object", "typing.Generic"})
 
 
 # library classes and the library classes they derive from (the enum family)

@@ -11,8 +11,8 @@ from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Assumption
 from routescope.analysis.engine.replay import Replay
 from routescope.analysis.engine.state import RECORDING, Decision, PathState, Reads
+from routescope.analysis.engine.tensors import Count
 from routescope.analysis.engine.values import (
-    AtLeast,
     ClassVal,
     Const,
     External,
@@ -100,7 +100,7 @@ def _hidden_states(spec: RoutingSpec, config: Instance) -> Tensor:
     the checkpoint's dtype (config.json's torch_dtype / dtype)."""
     width = spec.hidden_size.value
     dims: tuple[Value, ...] = (
-        AtLeast(1, "tokens in the batch"),
+        Count(1, "tokens in the batch"),
         Const(width, ("config.json hidden_size",)) if isinstance(width, int) else Unknown(
             "hidden_size", kind=UnknownKind.INPUT),
     )  # fmt: skip
@@ -243,7 +243,7 @@ def trace_dispatch(
             router_states.append(state)
         n = spec.num_experts.value
         logits = Tensor(  # the router's scores: what a kernel that routes reads
-            (AtLeast(1, "tokens in the batch"), Const(n, ("routed experts",))),
+            (Count(1, "tokens in the batch"), Const(n, ("routed experts",))),
             "torch.float32",
             role="scores",
         )
