@@ -12,6 +12,7 @@ from typing import Any
 from routescope.analysis.engine.state import Decision
 from routescope.analysis.phases.deployment import Deployment
 from routescope.errors import RoutescopeError
+from routescope.verdict.switch import way_out
 
 MAX_TRIES = 5  # traces a way-out search may cost (each is a whole trace): every preferred value
 # what a way out found by tracing cannot promise: the trace builds the layers without loading
@@ -248,5 +249,5 @@ def switch_by_tracing(
                 NOT_CHECKED,
             ],
         }  # fmt: skip
-        verdict["why"] = f"{verdict['why']}; {flag_name} {value} selects the decomposed path"
+        verdict["why"] = verdict["why"] + way_out(verdict["switch"])
         return

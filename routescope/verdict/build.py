@@ -21,7 +21,7 @@ from routescope.verdict.point import Point, calls_in, find_point, following
 from routescope.verdict.rules import OeaRules, load_oea_rules
 from routescope.verdict.sketch import from_constraints
 from routescope.verdict.source import FunctionSource, function_at, function_named, open_index
-from routescope.verdict.switch import find_switch, returned, switch_from_router
+from routescope.verdict.switch import find_switch, returned, switch_from_router, way_out
 
 
 def build_verdict(doc: dict[str, Any], index: Index | None = None) -> dict[str, Any]:
@@ -107,12 +107,7 @@ def assess(
             insertable=False,
             switch=switch,
             why=f"routing is fused into the MoE kernel: the router {what}{where}, so topk_ids "
-            "and topk_weights never exist as tensors in Python"
-            + (
-                f"; {switch['flag']} {switch['suggest']} selects the decomposed path"
-                if switch and switch["flag"] and switch["suggest"]
-                else ""
-            ),
+            "and topk_weights never exist as tensors in Python" + way_out(switch),
         )
         return out
     if sink is None:
@@ -128,11 +123,7 @@ def assess(
             switch=switch,
             why=f"no statement on the path binds {fw['tensors']['ids'][0]} and "
             f"{fw['tensors']['weights'][0]} from the router call ({sink['name']})"
-            + (
-                f"; {switch['flag']} {switch['suggest']} selects the decomposed path"
-                if switch and switch["flag"] and switch["suggest"]
-                else ""
-            ),
+            + way_out(switch),
         )
         return out
     out["insertion_point"] = _point_dict(point, path, fw)

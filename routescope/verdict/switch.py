@@ -150,6 +150,13 @@ def switch_from_router(doc: dict[str, Any], path: dict[str, Any], index: Index,
     return out
 
 
+def way_out(switch: dict[str, Any] | None) -> str:
+    """What a verdict's reason adds for the switch it names ("" when it names none)."""
+    if not (switch and switch.get("flag") and switch.get("suggest")):
+        return ""
+    return f"; {switch['flag']} {switch['suggest']} selects the decomposed path"
+
+
 def find_switch(path: dict[str, Any], index: Index, fw: dict[str, Any]) -> dict[str, Any] | None:
     """The switch that routed this path around select_experts, or None when none is found."""
     frames = {f["function"].split(":")[-1].split(".")[-1]: f for f in path["frames"]}

@@ -182,12 +182,12 @@ def test_names_bound_are_what_the_top_level_surely_binds() -> None:
             global G
             G = 1
     """)
-    got = names_bound(ast.parse(text), text.splitlines())
-    assert got == {"os", "np", "a", "c", f"{STAR}..pkg", "X", "Y", "Z", "W", "g"}
+    got = names_bound(ast.parse(text), text.splitlines(), "fw.sub.mod", False)
+    assert got == {"os", "np", "a", "c", f"{STAR}fw.pkg", "X", "Y", "Z", "W", "g"}
     dynamic = "def h():\n    globals()['Q'] = 1\n"
-    assert ANY in names_bound(ast.parse(dynamic), dynamic.splitlines())
+    assert ANY in names_bound(ast.parse(dynamic), dynamic.splitlines(), "fw.m", False)
     getter = "def __getattr__(name):\n    return name\n"
-    assert "__getattr__" in names_bound(ast.parse(getter), getter.splitlines())
+    assert "__getattr__" in names_bound(ast.parse(getter), getter.splitlines(), "fw.m", False)
 
 
 IMPORTED = """

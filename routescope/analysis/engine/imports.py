@@ -229,35 +229,30 @@ class ImportsMixin(EngineBase):
         digest, relpath = self.index.digest(module), self.index.relpath(module)
         if digest is None or relpath is None:
             return self._bound[module]
+        is_package = relpath.endswith("__init__.py")
 
         def compute() -> frozenset[str]:
             info = self.index.module(module)
             if info is None or info.tree is None:
                 return frozenset({ANY})
-            return names_bound(info.tree, info.lines)
+            return names_bound(info.tree, info.lines, module, is_package)
 
-        own = file_summary(digest, names_bound_kind(), compute)
+        # (the module's name is part of the summary's kind: a star import is kept absolute)
+        own = file_summary(digest, f"{names_bound_kind()}.{module}", compute)
         names = {n for n in own if not n.startswith(STAR)}
         for star in own - names:
-            rest = star[len(STAR) :]
-            target = rest.lstrip(".")
-            node = ast.ImportFrom(module=target or None, names=[], level=len(rest) - len(target))
-            other = self._absolute(node, module, relpath.endswith("__init__.py"))
+            other = star[len(STAR) :]
             theirs = self._names_bound(other) if self.index.has_module(other) else {ANY}
             if "__all__" not in theirs:  # (with __all__ the star gives what it lists: not told)
                 names |= {n for n in theirs if not n.startswith("_") or n == ANY}
         self._bound[module] = got = frozenset(names)
         return got
 
-    def _absolute(
-        self, node: ast.ImportFrom, current: str | None = None, is_pkg: bool = False
-    ) -> str:
-        """The module `from ... import` names, in the running module (or in `current`)."""
+    def _absolute(self, node: ast.ImportFrom) -> str:
         if not node.level:
             return node.module or ""
-        if current is None:
-            current = self.ctx[-1].module.name if self.ctx else ""
-            is_pkg = self.ctx[-1].file.endswith("__init__.py") if self.ctx else False
+        current = self.ctx[-1].module.name if self.ctx else ""
+        is_pkg = self.ctx[-1].file.endswith("__init__.py") if self.ctx else False
         parts = current.split(".")
         drop = node.level - 1 if is_pkg else node.level
         base = parts[: len(parts) - drop] if drop else parts

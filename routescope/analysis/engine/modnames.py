@@ -10,11 +10,15 @@ import marshal
 import re
 from collections.abc import Iterator
 
+from routescope.analysis import namespace
+from routescope.analysis.namespace import bindings
+from routescope.analysis.outline import BLOCKS
+
 # a name bound at module level by a function's `global` statement, read from the file's lines
 # (the function bodies of a lazily parsed tree stay unparsed)
 _GLOBAL = re.compile(r"^\s*global\s+([\w\s,]+)")
 ANY = "*"  # in names_bound: the module may bind names no statement spells
-STAR = "*from:"  # in names_bound, before a module name: what `from m import *` binds
+STAR = "*from:"  # in names_bound, before a module's name: what `from m import *` binds
 # code that binds names no statement spells: globals() and vars() written, exec
 _DYNAMIC = re.compile(r"(?<![\w.])(?:globals\(\)|vars\(\)|exec\()|sys\.modules\[__name__\]")
 
@@ -48,15 +52,17 @@ def names_read_kind() -> str:
     return "names-read-" + hashlib.sha256(code).hexdigest()[:16]
 
 
-def names_bound(tree: ast.Module, lines: tuple[str, ...] | list[str]) -> frozenset[str]:
-    """The names a module's top level surely binds once it has run: what its own unconditional
-    statements define, assign or import (a def, a class, `x = ...`, `x: T = ...`, an import),
-    less a name it deletes anywhere or its functions declare `global` (they may delete it);
-    each `from m import *` as STAR + m (as written: relative or not); ANY when code may bind
+def names_bound(
+    tree: ast.Module, lines: tuple[str, ...] | list[str], current: str, is_package: bool
+) -> frozenset[str]:
+    """The names module `current`'s top level surely binds once it has run: its unconditional
+    bindings (namespace.bindings: a def, a class, an assignment, an import; an annotation
+    alone binds nothing), less a name it deletes anywhere or its functions declare `global`
+    (they may delete it); each `from m import *` as STAR + m (absolute); ANY when code may bind
     names no statement spells (`globals()`, `vars()`, `exec`, `sys.modules[__name__]`). A
-    module `__getattr__` is among the names. What a branch, a loop, a `with` or a `try` binds
-    (`if TYPE_CHECKING:` imports, an `except ... as e` name) is not sure: an import of such a
-    name runs the module to be told."""
+    module `__getattr__` is among the names. What a branch or a `try` binds (`if
+    TYPE_CHECKING:` imports, an `except ... as e` name) is not sure: an import of such a name
+    runs the module to be told."""
     names: set[str] = set()
     unsure: set[str] = set()
     for line in lines:
@@ -65,28 +71,15 @@ def names_bound(tree: ast.Module, lines: tuple[str, ...] | list[str]) -> frozens
             unsure.update(n.strip() for n in got.group(1).split(",") if n.strip())
         if _DYNAMIC.search(line):
             names.add(ANY)
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for alias in stmt.names:
-                if alias.name == "*" and isinstance(stmt, ast.ImportFrom):
-                    names.add(f"{STAR}{'.' * stmt.level}{stmt.module or ''}")
-                elif alias.asname or isinstance(stmt, ast.ImportFrom):
-                    names.add(alias.asname or alias.name)
-                else:
-                    names.add(alias.name.split(".")[0])
-        elif isinstance(stmt, ast.Assign) or (
-            isinstance(stmt, ast.AnnAssign) and stmt.value is not None
-        ):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            names.update(
-                n.id
-                for t in targets
-                for n in ast.walk(t)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            )
-    for node in _top_level(tree.body):
+    for name, made in bindings(tree, current, is_package).items():
+        for b in made:
+            if b.kind == "star":
+                names.add(f"{STAR}{b.module}")
+            elif not b.conditional and not (
+                isinstance(b.node, ast.AnnAssign) and b.node.value is None
+            ):
+                names.add(name)
+    for node in _statements(tree.body):
         if isinstance(node, ast.Delete):
             unsure.update(
                 n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)
@@ -94,34 +87,32 @@ def names_bound(tree: ast.Module, lines: tuple[str, ...] | list[str]) -> frozens
     return frozenset(names - unsure)
 
 
-def _top_level(stmts: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node the module's own scope runs: into compound statements, not into the bodies
-    of functions and classes (their own scopes; a lazy body is never parsed for this)."""
+def _statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements the module's own scope runs: into compound statements' blocks, not into
+    the bodies of functions and classes (their own scopes; a lazy body is never parsed here)."""
     for stmt in stmts:
         yield stmt
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        for name, value in ast.iter_fields(stmt):
-            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                yield from _top_level(value)
-            elif name == "handlers":
-                for h in value:
-                    yield h
-                    yield from _top_level(h.body)
-            elif name == "cases":
-                for c in value:
-                    yield from _top_level(c.body)
-                    yield from (n for n in ast.walk(c.pattern) if isinstance(n, ast.Name))
-            else:
-                for part in value if isinstance(value, list) else [value]:
-                    if isinstance(part, ast.AST):
-                        yield from (n for n in ast.walk(part) if not isinstance(n, ast.Lambda))
+        for field in BLOCKS:  # an except's and a case's statements are in their `body`
+            for part in getattr(stmt, field, ()):
+                yield from _statements(part.body if field in ("handlers", "cases") else [part])
 
 
 @functools.cache
 def names_bound_kind() -> str:
     """As names_read_kind, over names_bound's code and its walk's."""
     code = marshal.dumps(
-        (names_bound.__code__, _top_level.__code__, _GLOBAL.pattern, _DYNAMIC.pattern, STAR, ANY)
+        (
+            names_bound.__code__,
+            _statements.__code__,
+            bindings.__code__,
+            namespace._top_level.__code__,
+            namespace._targets.__code__,
+            _GLOBAL.pattern,
+            _DYNAMIC.pattern,
+            STAR,
+            ANY,
+        )
     )
     return "names-bound-" + hashlib.sha256(code).hexdigest()[:16]
