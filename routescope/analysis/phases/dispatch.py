@@ -10,6 +10,7 @@ from routescope.analysis.engine.budget import Budget, few_collections
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Assumption
 from routescope.analysis.engine.replay import Replay
+from routescope.analysis.engine.stack import on_reserved_stack
 from routescope.analysis.engine.state import RECORDING, Decision, PathState, Reads
 from routescope.analysis.engine.tensors import Count
 from routescope.analysis.engine.values import (
@@ -120,6 +121,7 @@ def uncovered(rules: FrameworkRules, version: str | None) -> str:
     )
 
 
+@on_reserved_stack  # the engine's recursion in one chunk of CPython's frame stack
 @few_collections()  # (each call its own: a context manager made by contextmanager decorates)
 def trace_dispatch(
     index: Index,
