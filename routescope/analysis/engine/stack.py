@@ -5,8 +5,7 @@ call that does not fit in the current chunk maps a new one (16 KiB, mmap), and t
 that pops the first frame of a chunk unmaps it. The engine is an interpreter of deep
 recursion (an evaluated call is ~10 Python frames), so a loop that evaluates one framework
 call after another, its depth crossing a chunk's end on each pass, maps and unmaps a chunk
-on every call: SGLang 0.5.23's server-argument pipeline did so 65,000 times in one GLM-5
-trace, about a third of its 3 s (strace: 64,919 munmaps of 16,384 bytes).
+on every call: the largest trace measured did so 65,000 times, about a third of its 3 s.
 
 `on_reserved_stack` calls its function from a frame that asks for a stack far larger than
 it uses: that frame opens a new chunk sized for it (a few MiB of address space; only the
@@ -18,6 +17,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+# (measured: GLM-5 on SGLang 0.5.23's server-argument pipeline, strace: 64,919 munmaps of
+# 16,384 bytes in one trace; a pass of its declaration-scanning loop 39 us, 6 us reserved)
 
 # slots (pointers) the reserving frame asks for: CPython sizes the new chunk to the next
 # power-of-two multiple of 16 KiB above 8 * (slots + 1000) bytes, so 2**18 slots open a
