@@ -236,6 +236,15 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 utils/torch_utils.py:849-858 aux_stream() gives torch.cuda.Stream(), and
+    # fused_moe/runner/shared_experts.py:79 tests it `is not None`: a class's object, never None
+    "cuda_stream_object": """
+def route(x):
+    stream, event = torch.cuda.Stream(), torch.cuda.Event()
+    if stream is not None and event is not None and torch.cuda.current_stream() is not None:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
     # vLLM 0.33.0 fused_moe/activation.py: a property of an enum member
     "enum_member_property": """
 class Act(enum.Enum):

@@ -9,6 +9,7 @@ from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, SetVal
 from routescope.analysis.engine.contents import entries, truth_in
 from routescope.analysis.engine.data import as_data
+from routescope.analysis.engine.intervals import refine
 from routescope.analysis.engine.join import join_states
 from routescope.analysis.engine.state import Decision, Input, Part, PathState
 from routescope.analysis.engine.values import (
@@ -45,7 +46,9 @@ class ConditionsMixin(EngineBase):
                 out.extend(self._boolop(s, operands[1:], is_and))
                 continue
             stopped = _known_truth(v, not is_and)  # the value when it short-circuits
-            rest = self._boolop(s.fork(), operands[1:], is_and)
+            goes_on = s.fork()
+            refine(goes_on, v, is_and)
+            rest = self._boolop(goes_on, operands[1:], is_and)
             if len(rest) == 1 and _no_effect(s, rest[0][0]):
                 out.append((s, _either(stopped, rest[0][1], s)))
             elif len(rest) == 1 and _same_answer(s, rest[0][0]):
@@ -56,6 +59,7 @@ class ConditionsMixin(EngineBase):
                 joined = join_states([ran, s], why)
                 out.append((joined, _either(stopped, value, joined)))
             else:
+                refine(s, v, not is_and)
                 out.append((s, stopped))
                 out.extend(rest)
         return out
@@ -79,6 +83,7 @@ class ConditionsMixin(EngineBase):
                 for branch in (True, False):
                     s2 = s.fork()
                     s2.decisions.append(decision)
+                    refine(s2, v, branch)  # (a count compared: bounded on each way)
                     out.append((s2, branch))
             else:
                 s.decisions.append(decision)

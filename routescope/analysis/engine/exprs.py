@@ -26,6 +26,7 @@ from routescope.analysis.engine.contents import (
     truth_in,
 )
 from routescope.analysis.engine.generators import yield_from, yielded
+from routescope.analysis.engine.intervals import Compared
 from routescope.analysis.engine.merging import merge_partials
 from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
@@ -254,7 +255,14 @@ class ExprMixin(EngineBase):
             if isinstance(node.op, ast.Not):
                 t = truth_in(s, v)
                 out.append(
-                    (s, Const(not t, v.origins) if t is not None else unknown_from("not", v))
+                    (
+                        s,
+                        Const(not t, v.origins)
+                        if t is not None
+                        else v.negated()
+                        if isinstance(v, Compared)
+                        else unknown_from("not", v),
+                    )
                 )
             elif isinstance(v, Const):
                 ops: dict[type[ast.unaryop], Callable[[Any], Any]] = {

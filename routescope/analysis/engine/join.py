@@ -21,6 +21,7 @@ from routescope.analysis.engine.containers import (
     TupleVal,
     same_const,
 )
+from routescope.analysis.engine.intervals import joined_bounds
 from routescope.analysis.engine.joinscope import joined_memo, joining
 from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.shapes import (
@@ -238,7 +239,7 @@ def _join_states(first: PathState, states: list[PathState], why: str) -> PathSta
         first.store(obj, contents)
     for env, name, value in env_updates:
         env[name] = value
-    first.memo = memo
+    first.memo, first.bounds = memo, joined_bounds(states)
     return first
 
 

@@ -23,12 +23,12 @@ from routescope.analysis.engine.contents import (
     snapshot,
 )
 from routescope.analysis.engine.equality import equal, named_tuple
+from routescope.analysis.engine.intervals import bounded_compare
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import (
     torch_dtype,
 )
 from routescope.analysis.engine.values import (
-    AtLeast,
     ClassVal,
     Const,
     EnumMember,
@@ -70,39 +70,6 @@ CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
-
-
-_FLIPPED: dict[type, type] = {
-    ast.Lt: ast.Gt,
-    ast.Gt: ast.Lt,
-    ast.LtE: ast.GtE,
-    ast.GtE: ast.LtE,
-    ast.Eq: ast.Eq,
-    ast.NotEq: ast.NotEq,
-}
-
-
-def bounded_compare(op: ast.cmpop, a: Value, b: Value) -> Value | None:
-    """`x OP c` for x known to be at least `low`: decided when every such x answers alike."""
-    if isinstance(b, AtLeast) and not isinstance(a, AtLeast) and type(op) in _FLIPPED:
-        return bounded_compare(_FLIPPED[type(op)](), b, a)
-    if (
-        not (isinstance(a, AtLeast) and isinstance(b, Const))
-        or isinstance(b.value, bool)
-        or not isinstance(b.value, (int, float))
-    ):
-        return None
-    c, low = b.value, a.low
-    known: dict[type, bool | None] = {
-        ast.Eq: False if c < low else None,
-        ast.NotEq: True if c < low else None,
-        ast.Gt: True if c < low else None,
-        ast.GtE: True if c <= low else None,
-        ast.Lt: False if c <= low else None,
-        ast.LtE: False if c < low else None,
-    }
-    got = known.get(type(op))
-    return Const(got, a.origins) if got is not None else None
 
 
 class OperatorsMixin(EngineBase):
@@ -151,7 +118,7 @@ class OperatorsMixin(EngineBase):
             if same is None:
                 return unknown_from("identity of unknowns", a, b)
             return Const(same if isinstance(op, ast.Is) else not same, merge_origins(a, b))
-        bounded = bounded_compare(op, a, b)
+        bounded = bounded_compare(op, a, b, st.bounds if st is not None else None)
         if bounded is not None:
             return bounded
         if isinstance(op, (ast.Eq, ast.NotEq)):
@@ -256,6 +223,8 @@ class OperatorsMixin(EngineBase):
                 return False
             if isinstance(a, External):
                 return False  # an imported name exists
+            if isinstance(a, Unknown) and a.truthy is True:
+                return False  # None is false
         if isinstance(a, Const) and a.value is None:
             return self.identical(b, a)
         for x, y in ((a, b), (b, a)):  # a fresh object() is none of the values made without it

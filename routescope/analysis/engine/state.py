@@ -106,6 +106,9 @@ class PathState:
     # in a by-kernel decode trace, whether this path has called a kernel that routes: its
     # steps from there count against the experts' share
     routed: bool = False
+    # what the branches this path took tell of the counts they compared (engine/intervals.py):
+    # id -> (the count, its least value, its greatest or None); replaced, never changed in place
+    bounds: dict[int, tuple[Value, int, int | None]] = field(default_factory=dict)
 
     def fork(self) -> PathState:
         """A branch of this path: its state and its record so far."""
@@ -131,6 +134,7 @@ class PathState:
             raised_at=self.raised_at,
             yielded=self.yielded,
             routed=self.routed,
+            bounds=self.bounds,
         )
 
     @property

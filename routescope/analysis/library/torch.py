@@ -42,6 +42,34 @@ def _platform(
     return one(st, Unknown(f"result of {name}()", kind=UnknownKind.OPAQUE))
 
 
+# what these calls give is an object, never None: torch.cuda's stream and event classes
+# (torch/cuda/streams.py `class Stream`, `class ExternalStream`, `class Event`) and the calls
+# that return a Stream (torch/cuda/__init__.py current_stream, default_stream); none of the
+# classes defines __bool__ or __len__, so the object is also true
+CUDA_OBJECTS = (
+    "torch.cuda.Stream",
+    "torch.cuda.ExternalStream",
+    "torch.cuda.Event",
+    "torch.cuda.streams.Stream",
+    "torch.cuda.streams.ExternalStream",
+    "torch.cuda.streams.Event",
+    "torch.cuda.current_stream",
+    "torch.cuda.default_stream",
+)
+
+
+@models(*CUDA_OBJECTS)
+def _cuda_object(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    return one(st, Unknown(f"result of {name}()", truthy=True, kind=UnknownKind.OPAQUE))
+
+
 @models("torch.library.Library")
 def _library(
     eng: EngineBase,

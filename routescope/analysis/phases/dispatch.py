@@ -244,8 +244,9 @@ def trace_dispatch(
         if state is not None:
             router_states.append(state)
         n = spec.num_experts.value
-        logits = Tensor(  # the router's scores: what a kernel that routes reads
-            (Count(1, "tokens in the batch"), Const(n, ("routed experts",))),
+        tokens = hidden.shape[0] if hidden.shape else Count(1, "tokens in the batch")
+        logits = Tensor(  # the router's scores, a row per token: what a kernel that routes reads
+            (tokens, Const(n, ("routed experts",))),
             "torch.float32",
             role="scores",
         )

@@ -1,0 +1,141 @@
+"""What a path knows of an integer count (the tokens in a batch) from the branches it took.
+
+A count is known from below (`AtLeast`: at least one token). Comparing it with a constant the
+bound does not decide gives `Compared`, an unknown that remembers the count, the operator and
+the constant; a branch on it (an `if`, a ternary, an `and`/`or` operand, an `assert` that
+holds) bounds the count on each way it forks into: `PathState.bounds`, by the count's
+identity, its least and greatest value. The same comparison made again on that way, or any
+comparison the bounds decide, is then decided: `n <= 256` taken true makes a later
+`n <= 256` true and `n > 512` false on that path, as in the program that runs it, where the
+count is one number.
+
+Only `Count`s are bounded: an integer that stands for one number for the whole trace (one
+object is made per batch). Other unknowns are not: one object may stand for a different
+number each time round a loop."""
+
+from __future__ import annotations
+
+import ast
+
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.tensors import Count
+from routescope.analysis.engine.values import AtLeast, Const, Unknown, Value, merge_origins
+
+_FLIPPED: dict[type, type] = {
+    ast.Lt: ast.Gt,
+    ast.Gt: ast.Lt,
+    ast.LtE: ast.GtE,
+    ast.GtE: ast.LtE,
+    ast.Eq: ast.Eq,
+    ast.NotEq: ast.NotEq,
+}
+_NEGATED: dict[type, type] = {
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+}
+
+
+class Compared(Unknown):
+    """`count OP c`, undecided: what a branch on it tells of the count."""
+
+    __slots__ = ("c", "op", "subject")
+
+    def __init__(self, subject: Count, op: type, c: int, origins: tuple[str, ...]) -> None:
+        super().__init__(subject.reason, origins, kind=subject.kind)
+        self.subject, self.op, self.c = subject, op, c
+
+    def negated(self) -> Compared:
+        """`not (count OP c)`."""
+        return Compared(self.subject, _NEGATED[self.op], self.c, self.origins)
+
+
+def range_of(
+    bounds: dict[int, tuple[Value, int, int | None]] | None, a: AtLeast
+) -> tuple[int | float, int | None]:
+    """The least and greatest value `a` may have on a path with these bounds (None: no most)."""
+    known = bounds.get(id(a)) if bounds else None
+    if known is not None and known[0] is a:
+        return max(a.low, known[1]), known[2]
+    return a.low, None
+
+
+def bounded_compare(
+    op: ast.cmpop, a: Value, b: Value, bounds: dict[int, tuple[Value, int, int | None]] | None
+) -> Value | None:
+    """`x OP c` for x known from below (and, on this path, perhaps from above): decided when
+    every such x answers alike; a `Compared` when x is a count and c an integer; else None."""
+    if isinstance(b, AtLeast) and not isinstance(a, AtLeast) and type(op) in _FLIPPED:
+        return bounded_compare(_FLIPPED[type(op)](), b, a, bounds)
+    if (
+        not (isinstance(a, AtLeast) and isinstance(b, Const))
+        or isinstance(b.value, bool)
+        or not isinstance(b.value, (int, float))
+    ):
+        return None
+    low, high = range_of(bounds, a)
+    got = _decided(type(op), b.value, low, high)
+    if got is not None:
+        return Const(got, a.origins)
+    if isinstance(a, Count) and isinstance(b.value, int) and type(op) in _NEGATED:
+        return Compared(a, type(op), b.value, merge_origins(a, b))
+    return None
+
+
+def _decided(op: type, c: int | float, low: int | float, high: int | None) -> bool | None:
+    below, above = c < low, high is not None and c > high  # c outside the range
+    if op in (ast.Eq, ast.NotEq):
+        same = False if below or above else (True if low == high == c else None)
+        return same if same is None or op is ast.Eq else not same
+    if op is ast.Gt:  # x > c
+        return True if below else (False if high is not None and high <= c else None)
+    if op is ast.GtE:
+        return True if c <= low else (False if above else None)
+    if op is ast.Lt:
+        return False if c <= low else (True if above else None)
+    if op is ast.LtE:
+        return False if below else (True if high is not None and high <= c else None)
+    return None
+
+
+def refine(st: PathState, v: Value, truth: bool) -> None:
+    """On `st`, the branch on `v` went `truth`: bound the count it compared accordingly."""
+    if not isinstance(v, Compared):
+        return
+    op = v.op if truth else _NEGATED[v.op]
+    low, high = range_of(st.bounds, v.subject)
+    c = v.c
+    if op is ast.Lt:
+        high = c - 1 if high is None else min(high, c - 1)
+    elif op is ast.LtE:
+        high = c if high is None else min(high, c)
+    elif op is ast.Gt:
+        low = max(low, c + 1)
+    elif op is ast.GtE:
+        low = max(low, c)
+    elif op is ast.Eq:
+        low, high = c, c
+    elif op is ast.NotEq and c == low:
+        low = c + 1
+    elif op is ast.NotEq and c == high:
+        high = c - 1
+    if not isinstance(low, int) or (high is not None and low > high):
+        return  # (a comparison made on another way, whose bounds this path's contradict)
+    st.bounds = {**st.bounds, id(v.subject): (v.subject, low, high)}  # (shared until written)
+
+
+def joined_bounds(states: list[PathState]) -> dict[int, tuple[Value, int, int | None]]:
+    """What every one of `states` knows of a count: the widest of their ranges."""
+    first = states[0].bounds
+    out: dict[int, tuple[Value, int, int | None]] = {}
+    for key, (subject, low, high) in first.items():
+        ranges = [s.bounds.get(key) for s in states[1:]]
+        if any(r is None or r[0] is not subject for r in ranges):
+            continue
+        lows = [low, *(r[1] for r in ranges if r is not None)]
+        highs = [high, *(r[2] for r in ranges if r is not None)]
+        out[key] = (subject, min(lows), None if None in highs else max(highs))  # type: ignore[type-var]
+    return out

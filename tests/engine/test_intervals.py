@@ -1,0 +1,127 @@
+"""A count compared with a constant is bounded on each way the branch forks into
+(engine/intervals.py): the same comparison made again, or one the bounds decide, is decided
+on that way, as in the program, where the count is one number."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from routescope.analysis.engine.intervals import (
+    Compared,
+    bounded_compare,
+    joined_bounds,
+    refine,
+)
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.tensors import Count
+from routescope.analysis.engine.values import AtLeast, Const, Tensor
+from tests.engine.test_engine_synthetic import make_tree, run
+
+HEAD = """
+import torch
+from fastk import topk_fast
+
+"""
+
+
+def _scores() -> Tensor:
+    """The router's scores, a row per token of the batch (a count known from below)."""
+    return Tensor((Count(1, "tokens in the batch"), Const(8)), role="scores")
+
+
+def _kinds(tmp_path: Path, body: str) -> list[str | None]:
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", _scores())
+    return sorted(str(p.sink.kind if p.sink else None) for p in paths)
+
+
+def test_the_same_comparison_made_twice_goes_the_same_way(tmp_path: Path) -> None:
+    # vLLM 0.34.0 fused_moe/runner/shared_experts.py:124-140, :149, :183: the shared experts'
+    # stream is chosen twice a step, each time by `hidden_states.shape[0] <= THRESHOLD`, and
+    # a step whose two choices differed would fail its assert (the router never runs)
+    body = """
+def order(x):
+    aux = True and x.shape[0] <= 256
+    if aux:
+        return "overlapped"
+    return "in order"
+
+def route(x):
+    first = order(x)
+    if order(x) != first:
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "cuda_kernel"]
+
+
+def test_a_branch_bounds_the_comparisons_after_it(tmp_path: Path) -> None:
+    body = """
+def route(x):
+    n = x.shape[0]
+    if n <= 256:
+        if n > 512 or n == 300 or not n < 257:
+            return torch.topk(x, 2)
+        return topk_fast(x)
+    if n < 100 or 256 >= n:
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "cuda_kernel"]
+
+
+def test_an_assert_that_holds_bounds_the_way_on(tmp_path: Path) -> None:
+    body = """
+def route(x):
+    assert x.shape[0] <= 8
+    if x.shape[0] > 8:
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_what_the_bounds_do_not_decide_still_forks(tmp_path: Path) -> None:
+    body = """
+def route(x):
+    if x.shape[0] <= 256:
+        if x.shape[0] <= 128:
+            return torch.topk(x, 2)
+        return topk_fast(x)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "cuda_kernel", "torch"]
+
+
+def test_a_count_equal_to_a_constant_is_that_constant() -> None:
+    n = Count(1, "tokens")
+    st = PathState()
+    v = bounded_compare(ast.Eq(), n, Const(4), st.bounds)
+    assert isinstance(v, Compared)
+    refine(st, v, True)
+    for op, c, want in [(ast.Lt, 5, True), (ast.GtE, 4, True), (ast.NotEq, 4, False),
+                        (ast.Gt, 4, False), (ast.LtE, 3, False), (ast.Eq, 4, True)]:  # fmt: skip
+        got = bounded_compare(op(), n, Const(c), st.bounds)
+        assert isinstance(got, Const) and got.value is want, (op, c)
+    refine(other := PathState(), v, False)  # != 4 with 1 <= n: nothing but the bound below
+    assert isinstance(bounded_compare(ast.Gt(), n, Const(4), other.bounds), Compared)
+
+
+def test_a_join_keeps_the_widest_range_and_only_what_every_way_knows() -> None:
+    n, m = Count(1, "tokens"), Count(1, "other tokens")
+    a, b = PathState(), PathState()
+    refine(a, Compared(n, ast.LtE, 64, ()), True)  # n <= 64
+    refine(b, Compared(n, ast.LtE, 128, ()), True)  # n <= 128
+    refine(a, Compared(m, ast.Gt, 10, ()), True)  # only a knows m
+    joined = joined_bounds([a, b])
+    assert list(joined) == [id(n)] and joined[id(n)][1:] == (1, 128)
+    refine(b, Compared(n, ast.Gt, 100, ()), False)  # b: n <= 100 now
+    assert joined_bounds([a, b])[id(n)][1:] == (1, 100)
+
+
+def test_only_a_count_is_bounded() -> None:
+    # a value known only from below may be a float (max(1, x)) or stand for a different
+    # number on each pass of a loop: a branch on it tells nothing of the next comparison
+    x = AtLeast(1, "at least one")
+    assert bounded_compare(ast.LtE(), x, Const(256), None) is None
+    assert bounded_compare(ast.LtE(), Count(1, "tokens"), Const(2.5), None) is None
