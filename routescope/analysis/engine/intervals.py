@@ -64,12 +64,16 @@ def range_of(
 
 
 def bounded_compare(
-    op: ast.cmpop, a: Value, b: Value, bounds: dict[int, tuple[Value, int, int | None]] | None
+    op: ast.cmpop,
+    a: Value,
+    b: Value,
+    bounds: dict[int, tuple[Value, int, int | None]] | None,
+    origins: tuple[str, ...] | None = None,
 ) -> Value | None:
     """`x OP c` for x known from below (and, on this path, perhaps from above): decided when
     every such x answers alike; a `Compared` when x is a count and c an integer; else None."""
     if isinstance(b, AtLeast) and not isinstance(a, AtLeast) and type(op) in _FLIPPED:
-        return bounded_compare(_FLIPPED[type(op)](), b, a, bounds)
+        return bounded_compare(_FLIPPED[type(op)](), b, a, bounds, merge_origins(a, b))
     if (
         not (isinstance(a, AtLeast) and isinstance(b, Const))
         or isinstance(b.value, bool)
@@ -81,7 +85,7 @@ def bounded_compare(
     if got is not None:
         return Const(got, a.origins)
     if isinstance(a, Count) and isinstance(b.value, int) and type(op) in _NEGATED:
-        return Compared(a, type(op), b.value, merge_origins(a, b))
+        return Compared(a, type(op), b.value, merge_origins(a, b) if origins is None else origins)
     return None
 
 
