@@ -2,12 +2,15 @@
 
 A count is known from below (`AtLeast`: at least one token). Comparing it with a constant the
 bound does not decide gives `Compared`, an unknown that remembers the count, the operator and
-the constant; a branch on it (an `if`, a ternary, an `and`/`or` operand, an `assert` that
-holds) bounds the count on each way it forks into: `PathState.bounds`, by the count's
+the constant; a branch on it (an `if`, a ternary, a `while`, an `and`/`or` operand that forks,
+`not`) bounds the count on each way it forks into: `PathState.bounds`, by the count's
 identity, its least and greatest value. The same comparison made again on that way, or any
 comparison the bounds decide, is then decided: `n <= 256` taken true makes a later
 `n <= 256` true and `n > 512` false on that path, as in the program that runs it, where the
-count is one number.
+count is one number. (An `assert` does not bound: an undecided one has no raising way here,
+and generator bodies run eagerly, so an assert the program never reaches could. A comparison
+stored in a name is bounded where it is branched on, but not decided again by later bounds;
+a chain of comparisons is a `Compared` only when one link is undecided.)
 
 Only `Count`s are bounded: an integer that stands for one number for the whole trace (one
 object is made per batch). Other unknowns are not: one object may stand for a different

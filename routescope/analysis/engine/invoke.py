@@ -230,7 +230,7 @@ class InvokeMixin(EngineBase):
             shared = self._shared_hit(st, memo_key, fn)
             if shared is not None:
                 return [(st, "return", shared)]
-        before = len(st.decisions)
+        before, bounds = len(st.decisions), st.bounds  # (replaced when written: a snapshot)
         reads = Reads()
         RECORDING.append(reads)
         try:
@@ -251,15 +251,15 @@ class InvokeMixin(EngineBase):
             s, _, value = result[0]
             fresh = [(o, s.heap[k]) for k, o in reads.writes.items() if k in s.heap]
             self._shared.setdefault(memo_key, []).append(
-                (value or Const(None), s.decisions[before:], fn.bound, reads, fresh)
+                (value or Const(None), s.decisions[before:], fn.bound, reads, fresh, bounds)
             )
         return result
 
     def _shared_hit(self, st: PathState, key: tuple[Any, ...], fn: FunctionVal) -> Value | None:
         """A memo another path filled, valid here: this path holds the same contents for every
         object the cached call read (what it built comes with it, its decisions replayed)."""
-        for value, decisions, bound, reads, fresh in self._shared.get(key, ()):
-            if bound is fn.bound and reads.holds_on(st):
+        for value, decisions, bound, reads, fresh, bounds in self._shared.get(key, ()):
+            if bound is fn.bound and st.bounds == bounds and reads.holds_on(st):  # (and counts)
                 for r in RECORDING:  # the hit stands on what the cached call read
                     r.absorb(reads)
                 for obj, contents in fresh:

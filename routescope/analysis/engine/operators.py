@@ -99,8 +99,9 @@ class OperatorsMixin(EngineBase):
                 if isinstance(r, Const) and not r.value:
                     result = r
                     break
-                if not isinstance(r, Const):
-                    result = r
+                if not isinstance(r, Const):  # (a count's comparison stands for the chain only
+                    # when no other link is undecided: a branch on it bounds by that link alone)
+                    result = r if isinstance(result, Const) else unknown_from("a chain", result)
             if isinstance(result, Const):
                 result = Const(result.value, merge_origins(*vals))
             out.append((s, result))

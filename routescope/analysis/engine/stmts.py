@@ -9,7 +9,6 @@ from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Outc
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
 from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items, truth_in
-from routescope.analysis.engine.intervals import refine
 from routescope.analysis.engine.merging import merge_paths, merge_raised
 from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
@@ -276,7 +275,6 @@ class StmtMixin(EngineBase):
                 s.raised_at = (self.current_file(), node.lineno, self.current_function())
                 out.append((s, "raise", External("AssertionError")))
             else:
-                refine(s, v, True)  # on, where it holds
                 out.append((s, "normal", None))
         return out
 

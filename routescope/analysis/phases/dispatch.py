@@ -244,9 +244,9 @@ def trace_dispatch(
         if state is not None:
             router_states.append(state)
         n = spec.num_experts.value
-        tokens = hidden.shape[0] if hidden.shape else Count(1, "tokens in the batch")
-        logits = Tensor(  # the router's scores, a row per token: what a kernel that routes reads
-            (tokens, Const(n, ("routed experts",))),
+        logits = Tensor(  # the router's scores: what a kernel that routes reads (a count of their
+            # own: a gate is handed whatever the layer hands it, not always the hidden states)
+            (Count(1, "tokens in the batch"), Const(n, ("routed experts",))),
             "torch.float32",
             role="scores",
         )
