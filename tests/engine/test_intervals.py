@@ -12,6 +12,7 @@ from routescope.analysis.engine.intervals import (
     bounded_compare,
     joined_bounds,
     refine,
+    same_bounds,
 )
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import Count
@@ -171,6 +172,11 @@ def test_a_join_keeps_the_widest_range_and_only_what_every_way_knows() -> None:
     assert list(joined) == [id(n)] and joined[id(n)][1:] == (1, 128)
     refine(b, Compared(n, ast.Gt, 100, ()), False)  # b: n <= 100 now
     assert joined_bounds([a, b])[id(n)][1:] == (1, 100)
+    # what a result computed on one way needs of another to hold there: the same ranges
+    c = PathState()
+    refine(c, Compared(n, ast.LtE, 100, ()), True)
+    assert same_bounds(b.bounds, c.bounds) and not same_bounds(a.bounds, c.bounds)
+    assert not same_bounds(c.bounds, PathState().bounds)
 
 
 def test_only_a_count_is_bounded() -> None:

@@ -134,6 +134,13 @@ def refine(st: PathState, v: Value, truth: bool) -> None:
     st.bounds = {**st.bounds, id(v.subject): (v.subject, low, high)}  # (shared until written)
 
 
+def same_bounds(
+    a: dict[int, tuple[Value, int, int | None]], b: dict[int, tuple[Value, int, int | None]]
+) -> bool:
+    """Do two paths know the same of every count (a result computed under `a` holds under `b`)?"""
+    return a is b or {k: r[1:] for k, r in a.items()} == {k: r[1:] for k, r in b.items()}
+
+
 def joined_bounds(states: list[PathState]) -> dict[int, tuple[Value, int, int | None]]:
     """What every one of `states` knows of a count: the widest of their ranges."""
     first = states[0].bounds

@@ -19,6 +19,7 @@ from typing import Any
 
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
 from routescope.analysis.engine.containers import Entries, Seq, _Identity
+from routescope.analysis.engine.intervals import same_bounds
 from routescope.analysis.engine.state import PathState, Reads, base_of
 from routescope.analysis.engine.values import ClassVal, Const, Instance, ModuleVal, Value
 
@@ -44,7 +45,7 @@ class Replay:
             return False
         if self.a.raising is not None or self.b.raising is not None:
             return False
-        if _ranges(self.a) != _ranges(self.b):
+        if not same_bounds(self.a.bounds, self.b.bounds):
             return False  # what the branches told of a count decides comparisons with it
         try:
             self._any(tuple(roots_a), tuple(roots_b))
@@ -159,10 +160,6 @@ class Replay:
             self._any(x.rest, y.rest)
         elif x != y:
             raise _Differ
-
-
-def _ranges(st: PathState) -> dict[int, tuple[int, int | None]]:
-    return {k: (low, high) for k, (_, low, high) in st.bounds.items()}
 
 
 def _attributes(v: Value) -> list[str]:
