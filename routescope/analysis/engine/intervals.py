@@ -24,6 +24,9 @@ from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import Count
 from routescope.analysis.engine.values import AtLeast, Const, Unknown, Value, merge_origins
 
+# id of a count -> (the count, its least value, its greatest or None): PathState.bounds
+Bounds = dict[int, tuple[Value, int, int | None]]
+
 _FLIPPED: dict[type, type] = {
     ast.Lt: ast.Gt,
     ast.Gt: ast.Lt,
@@ -56,9 +59,7 @@ class Compared(Unknown):
         return Compared(self.subject, _NEGATED[self.op], self.c, self.origins)
 
 
-def range_of(
-    bounds: dict[int, tuple[Value, int, int | None]] | None, a: AtLeast
-) -> tuple[int | float, int | None]:
+def range_of(bounds: Bounds | None, a: AtLeast) -> tuple[int | float, int | None]:
     """The least and greatest value `a` may have on a path with these bounds (None: no most)."""
     known = bounds.get(id(a)) if bounds else None
     if known is not None and known[0] is a:
@@ -70,7 +71,7 @@ def bounded_compare(
     op: ast.cmpop,
     a: Value,
     b: Value,
-    bounds: dict[int, tuple[Value, int, int | None]] | None,
+    bounds: Bounds | None,
     origins: tuple[str, ...] | None = None,
 ) -> Value | None:
     """`x OP c` for x known from below (and, on this path, perhaps from above): decided when
@@ -134,17 +135,15 @@ def refine(st: PathState, v: Value, truth: bool) -> None:
     st.bounds = {**st.bounds, id(v.subject): (v.subject, low, high)}  # (shared until written)
 
 
-def same_bounds(
-    a: dict[int, tuple[Value, int, int | None]], b: dict[int, tuple[Value, int, int | None]]
-) -> bool:
+def same_bounds(a: Bounds, b: Bounds) -> bool:
     """Do two paths know the same of every count (a result computed under `a` holds under `b`)?"""
     return a is b or {k: r[1:] for k, r in a.items()} == {k: r[1:] for k, r in b.items()}
 
 
-def joined_bounds(states: list[PathState]) -> dict[int, tuple[Value, int, int | None]]:
+def joined_bounds(states: list[PathState]) -> Bounds:
     """What every one of `states` knows of a count: the widest of their ranges."""
     first = states[0].bounds
-    out: dict[int, tuple[Value, int, int | None]] = {}
+    out: Bounds = {}
     for key, (subject, low, high) in first.items():
         ranges = [s.bounds.get(key) for s in states[1:]]
         if any(r is None or r[0] is not subject for r in ranges):
