@@ -393,10 +393,8 @@ def test_a_budget_overrun_ends_the_way_it_happened_on(tmp_path: Path) -> None:
 import os
 
 def experts(ids):
-    total = 0
-    for i in range(2_000):
-        total = total + i
-    return total
+    squares = [i * i for i in range(2_000)]
+    return squares
 
 def route(x):
     if os.environ.get("FW_FAST"):
@@ -427,10 +425,8 @@ def test_a_way_that_routed_does_not_spend_the_budget_of_ways_still_to_route(
 import os
 
 def experts(ids):
-    total = 0
-    for i in range(2_000):
-        total = total + i
-    return total
+    squares = [i * i for i in range(2_000)]
+    return squares
 
 def layer(x):
     ids = topk_fast(x)

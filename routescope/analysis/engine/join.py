@@ -71,12 +71,6 @@ def agree(a: Value | None, b: Value | None) -> bool:
     return False
 
 
-def stable(a: Value | None, b: Value | None) -> bool:
-    """`agree`, or both unknown: a loop whose next pass changes nothing but unknowns into
-    other unknowns has reached its fixpoint."""
-    return agree(a, b) or (isinstance(a, Unknown) and isinstance(b, Unknown))
-
-
 def _unknown(why: str) -> Unknown:
     return Unknown(why, kind=UnknownKind.JOINED)
 
@@ -241,66 +235,6 @@ def _join_states(first: PathState, states: list[PathState], why: str) -> PathSta
         env[name] = value
     first.memo, first.bounds = memo, joined_bounds(states)
     return first
-
-
-def all_stable(a: PathState, b: PathState) -> bool:
-    """Does `b` hold only what `a` holds: every name and object agrees, or is unknown in both?"""
-    for ea, eb in zip(a.envs, b.envs, strict=False):
-        if any(not stable(ea.get(n), eb.get(n)) for n in {*ea, *eb}):
-            return False
-    objs = {**a.heap_objs, **b.heap_objs}
-    for o in objs.values():
-        if a.heap.get(id(o), base_of(o)) is b.heap.get(id(o), base_of(o)):
-            continue  # (not a read: the same on both, whatever it holds)
-        if not _contents_stable(a.keyed(o), b.keyed(o)):
-            return False
-    return True
-
-
-def _contents_stable(x: Any, y: Any) -> bool:
-    if x is y:
-        return True
-    if isinstance(x, dict) and isinstance(y, dict):
-        return x.keys() == y.keys() and all(stable(x[k], y[k]) for k in x)
-    if isinstance(x, Seq) and isinstance(y, Seq):
-        a, b = x.layout(), y.layout()
-        if a is None or b is None:
-            return a is None and b is None
-        return len(a) == len(b) and all(
-            p == q and stable(i, j) for (i, p), (j, q) in zip(a, b, strict=True)
-        )
-    if isinstance(x, Entries) and isinstance(y, Entries):
-        rests_alike = (x.rest is None) == (y.rest is None) and (
-            not isinstance(x.rest, OpenKeys)
-            or (isinstance(y.rest, OpenKeys) and x.rest.keys == y.rest.keys)
-        )
-        return (
-            rests_alike
-            and x.items.keys() == y.items.keys()
-            and all(stable(x.items[k][1], y.items[k][1]) for k in x.items)
-        )
-    return False
-
-
-def forget_unstable(a: PathState, b: PathState, why: str) -> PathState:
-    """`b` with every name, field and container that is not stable between `a` and `b` made
-    unknown: a state that covers any number of further passes."""
-    lost = Unknown(why, kind=UnknownKind.LOOP)
-    for ea, eb in zip(a.envs, b.envs, strict=False):
-        for n in {*ea, *eb}:
-            if not stable(ea.get(n), eb.get(n)):
-                eb[n] = lost
-    for obj in {**a.heap_objs, **b.heap_objs}.values():
-        x, y = a.contents(obj), b.contents(obj)
-        if _contents_stable(x, y):
-            continue
-        if isinstance(y, dict):
-            b.store(obj, {k: (v if stable(x.get(k), v) else lost) for k, v in y.items()})
-        elif isinstance(y, Seq):
-            b.store(obj, Seq(None, lost))
-        else:
-            b.store(obj, Entries({}, lost))
-    return b
 
 
 def same(a: Value | None, b: Value | None) -> bool:

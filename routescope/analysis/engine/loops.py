@@ -7,11 +7,13 @@ import ast
 from routescope.analysis.engine.base import EngineBase, Outcome
 from routescope.analysis.engine.containers import SEQ_LIMIT
 from routescope.analysis.engine.contents import iteration, layout_of, truth_in
-from routescope.analysis.engine.join import all_stable, forget_unstable, join_states, record_key
+from routescope.analysis.engine.fixpoint import all_stable, forget_unstable
+from routescope.analysis.engine.join import join_states, record_key
 from routescope.analysis.engine.merging import merge_paths
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.stmts import raised_outcome
 from routescope.analysis.engine.values import (
+    SERIALS,
     Unknown,
     UnknownKind,
 )
@@ -31,8 +33,13 @@ class LoopsMixin(EngineBase):
             if layout is None or len(layout) > SEQ_LIMIT:
                 out.extend(self._havoc_loop(s, node))
                 continue
-            live = [s]
-            for item, perhaps in layout:
+            live, room = [s], self._room()
+            for n, (item, perhaps) in enumerate(layout):
+                if n >= UNROLL_SAMPLE and self._cannot_unroll(room, n, len(layout) - n):
+                    for s2 in live:  # the rest, any number of them: what fits the budget
+                        out.extend(self._havoc_loop(s2, node))
+                    live = []
+                    break
                 nxt: list[PathState] = []
                 for s2 in live:
                     skip = s2.fork() if perhaps else None  # this item is not in every list
@@ -53,6 +60,27 @@ class LoopsMixin(EngineBase):
         return out
 
     ex_AsyncFor = ex_For
+
+    def _room(self) -> int | None:
+        """The steps left under the innermost step budget (None: none set). Imports are not
+        charged (load_module moves the limits by what they cost), so neither is this."""
+        b = self.budget
+        return b.local[-1][0] - b.steps if b.local else None
+
+    def _cannot_unroll(self, room: int | None, done: int, left: int) -> bool:
+        """Will unrolling the items left run the loop out of the step budget it runs under
+        (`room` when it began), and is what is left of it now only enough to run the rest as
+        a loop of unknown trip count (SUMMARY_PASSES passes, each costing what a pass so far
+        cost on average)? Then it does so: its passes from the state reached cover every number
+        of the items left, the count itself included, where unrolling on would end the path
+        with nothing (its budget exceeded). Until then it unrolls, so a loop whose first passes
+        are its dearest (what they build, later ones find) and that fits is unrolled to the end
+        as before; averages are taken over UNROLL_SAMPLE passes at least."""
+        now = self._room()
+        if room is None or now is None:
+            return False
+        spent = room - now
+        return spent * left > now * done and now * done < spent * SUMMARY_PASSES
 
     def ex_While(self, st: PathState, node: ast.While) -> list[Outcome]:
         """Unrolled while the condition is decided; an undecided one runs the body once, havoced."""
@@ -105,13 +133,14 @@ class LoopsMixin(EngineBase):
             self.assign(st, node.target, Unknown("the loop variable", kind=UnknownKind.LOOP))
         exits: list[Outcome] = []
         for n in range(2 * LOOP_PASSES):
+            since = next(SERIALS)  # what the pass makes is newer
             ends = self._loop_pass(current.fork(), node, exits)
             if not ends:  # no way goes round again: the loop ends in its first pass
                 return self._leave(exits, node, current, st, [])
             joined = join_states([current.fork(), *ends], why)
-            if all_stable(current, joined):  # `current` covers every number of passes
+            if all_stable(current, joined, since):  # `current` covers every number of passes
                 return self._leave(exits, node, current, st, ends)
-            current = joined if n < LOOP_PASSES else forget_unstable(current, joined, why)
+            current = joined if n < LOOP_PASSES else forget_unstable(current, joined, why, since)
         current.stopped = f"the loop at {where} did not settle in {2 * LOOP_PASSES} passes"
         return [(current, "stop", Unknown(current.stopped, kind=UnknownKind.BUDGET))]
 
@@ -172,6 +201,11 @@ class LoopsMixin(EngineBase):
 
 # Passes of a loop of unknown trip count before what still changes is forgotten.
 LOOP_PASSES = 3
+# Passes of a loop over known items before their cost is projected over the rest.
+UNROLL_SAMPLE = 8
+# What a loop of unknown trip count is allowed, in passes of the loop it summarizes (its passes
+# to a fixpoint, forks within them), when the rest of a known one cannot be unrolled.
+SUMMARY_PASSES = 6 * LOOP_PASSES
 
 
 def with_record(values: PathState, record: PathState) -> PathState:
