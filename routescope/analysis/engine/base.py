@@ -192,6 +192,14 @@ class EngineBase:
         def class_lookup(self, st: PathState, cls: ClassVal, name: str) -> Value | None: ...
         def commit_all(self, states: list[PathState], skip: Value | None = None) -> None: ...
         def binop(self, st: PathState, node: ast.BinOp, a: Value, b: Value) -> Value: ...
+        def call_cached(
+            self,
+            st: PathState,
+            fn: FunctionVal,
+            args: list[Value],
+            kwargs: dict[str, Value],
+            node: ast.AST | None,
+        ) -> list[Outcome]: ...
         def call_external(
             self,
             st: PathState,

@@ -11,6 +11,7 @@ from typing import Any
 from routescope.analysis.engine.base import Ctx, ModuleSource
 from routescope.analysis.engine.binding import BindingMixin
 from routescope.analysis.engine.budget import Budget
+from routescope.analysis.engine.callcache import CallCacheMixin
 from routescope.analysis.engine.comprehensions import ComprehensionsMixin
 from routescope.analysis.engine.conditions import ConditionsMixin
 from routescope.analysis.engine.construct import ConstructMixin
@@ -52,6 +53,7 @@ class Engine(
     ObjectsMixin,
     DefinitionsMixin,
     InvokeMixin,
+    CallCacheMixin,
     JoinMixin,
     BindingMixin,
     ExceptionsMixin,
@@ -74,6 +76,9 @@ class Engine(
         # memos other paths filled, each with what it read (see Reads)
         self._shared: dict[tuple[Any, ...], list[Any]] = {}
         self._memo_keep: list[Value] = []  # values whose ids are in memo keys
+        # calls made again with the same arguments, each with what it read (see callcache)
+        self._calls: dict[tuple[Any, ...], list[Any]] = {}
+        self._call_seen: dict[tuple[Any, ...], bool] = {}
         # While a model's own constructor runs for its side effects: the one class whose body
         # is built; every other torch module it constructs stays a bare object.
         self.only_module: ClassVal | None = None

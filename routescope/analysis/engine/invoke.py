@@ -210,7 +210,7 @@ class InvokeMixin(EngineBase):
             return [(st, "return", ContextManager(fn, args, kwargs))]  # runs when entered
         memo_key = self._memo_key(fn, args, kwargs)
         if memo_key is None:
-            return self.invoke_uncached(st, fn, args, kwargs, node)
+            return self.call_cached(st, fn, args, kwargs, node)
         # functools.cache is process state: an entry this path (or one it forked from) filled,
         # else one a committed phase filled (with the decisions that computed it)
         bound_size = cache_bound(fn)
