@@ -246,7 +246,7 @@ def after_loading(
             for s in states:
                 ways = run_phase(
                     engine,
-                    PHASE_STEPS["block"],
+                    PHASE_STEPS["after_loading"],
                     f"{method.qualname} on the built block",
                     lambda s=s, m=method, mod=module: engine.call(s.fork(), m, [mod], {}, None),
                     record_inputs=True,
