@@ -280,18 +280,13 @@ def _install_step(engine: Engine, rules: FrameworkRules, entry: Any) -> tuple[st
     return None
 
 
-# Each phase gets its own share of time, so a slow one ends Unknown without starving the rest.
-# Evaluation steps per phase (about 30k steps a second here): a phase that needs more ends
-# Unknown, deterministically, and the next phase starts with its own allowance.
+# Each phase gets its own share of evaluation steps (about 300k a second here): one that needs
+# more ends Unknown, deterministically, and the next phase starts with its own allowance.
 PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 1_000_000, "trace": 250_000,
-               # what the experts launch after a router that routes, ways joined early (all it
-               # reads): GLM-5-NVFP4 on 0.5.23 5k steps, bf16 on the Triton path 50k
-               "experts": 100_000,
-               # a quant method's conversion of the loaded weights, one call per built way: it
-               # goes expert by expert (vLLM 0.34.0's NVFP4 on Marlin, marlin_utils_fp4.py:289:
-               # 1.15M steps a way for 128 experts, 2.3M for 256; a way that stops keeps the
-               # block as built, without the kernel object the conversion makes)
-               "after_loading": 4_000_000}  # fmt: skip
+               # experts: what they launch past a router that routes, ways joined early (GLM-5-
+               # NVFP4 on 0.5.23 5k, bf16 on the Triton path 50k); after_loading: the weights'
+               # conversion, expert by expert (NVFP4 for Marlin: 1.15M a way for 128, 2.3M for 256)
+               "experts": 100_000, "after_loading": 4_000_000}  # fmt: skip
 
 
 def run_phase(
