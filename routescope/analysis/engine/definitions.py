@@ -8,6 +8,8 @@ from routescope.analysis.engine import enums
 from routescope.analysis.engine.base import Ctx, EngineBase
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
+from routescope.analysis.engine.join import join_returns, join_states
+from routescope.analysis.engine.joinscope import joining
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -97,13 +99,34 @@ class DefinitionsMixin(EngineBase):
         for p, d in pairs:
             if isinstance(d, ast.Constant):
                 continue  # the same wherever it is evaluated
-            got = self.single(st, d)  # in the defining scope, raising there if it raises
+            got = self._default_value(st, d)  # in the defining scope
             out[p.arg] = (
                 got
                 if got is not None
                 else Unknown(f"default of {p.arg}", kind=UnknownKind.UNSUPPORTED)
             )
         return out or None
+
+    def _default_value(self, st: PathState, d: ast.expr) -> Value | None:
+        """A default's value; where evaluating it forks (a call that branches on what is not
+        known), what each way wrote is kept, joined onto this path, and the value is the ways'
+        values joined: the def statement does not fork, but no write is lost."""
+        frames, envs = len(st.frames), len(st.envs)
+        res = self.ev(st, d)
+        if len(res) == 1 and res[0][0] is st:
+            return res[0][1]
+        del st.frames[frames:]  # (calls entered on `st` itself must not stay entered)
+        del st.envs[envs:]
+        ways = [(s, v) for s, v in res if s.raising is None and not s.stopped]
+        if not ways:
+            return None
+        where = f"{self.current_file()}:{d.lineno}"
+        states = [s for s, _ in ways]
+        with joining():
+            value = join_returns([v for _, v in ways], states, len(ways), where)
+            joined = join_states(states, f"differs between the ways of a default at {where}")
+        st.adopt(joined)
+        return value
 
     def _register(self, st: PathState, fn: Value, decorators: list[ast.expr]) -> None:
         """Run the framework's own decorators of a module-level function or class for what
