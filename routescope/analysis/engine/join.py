@@ -29,6 +29,7 @@ from routescope.analysis.engine.shapes import (
     DEPTH,
     align,
     heap_digest,
+    kind_shape,
     value_shape,
 )
 from routescope.analysis.engine.state import PathState, base_of, set_base
@@ -281,6 +282,7 @@ class JoinMixin(EngineBase):
                     _kernels_key(o[0]),
                     value_shape(o[2]),
                     len(o[0].envs),
+                    kind_shape(o[0]),
                 )
             else:
                 key = (record_key(o[0]), heap_digest(o[0]), value_shape(o[2]))

@@ -54,7 +54,11 @@ class LoopsMixin(EngineBase):
                 if len(live) > 1 and len(live) > self.budget.merge_limit(
                     live
                 ):  # each undecided iteration would double the paths
-                    live = merge_paths(live, f"{self.current_file()}:{node.lineno}")
+                    live = merge_paths(
+                        live,
+                        f"{self.current_file()}:{node.lineno}",
+                        kinds=self.budget.merge_at <= 1,
+                    )
             for s2 in live:
                 out.extend(self.exec_block(s2, node.orelse))
         return out

@@ -12,6 +12,7 @@ from routescope.analysis.engine.join import (
 )
 from routescope.analysis.engine.joinscope import joining
 from routescope.analysis.engine.shapes import (
+    kind_shape,
     list_shape,
 )
 from routescope.analysis.engine.state import PathState
@@ -20,13 +21,17 @@ from routescope.analysis.engine.values import (
 )
 
 
-def merge_paths(states: list[PathState], where: str, force: bool = False) -> list[PathState]:
+def merge_paths(
+    states: list[PathState], where: str, force: bool = False, kinds: bool = False
+) -> list[PathState]:
     """Join paths that reached the same kernels (`force`: all of them, whatever they reached)."""
     groups: dict[tuple[object, ...], list[PathState]] = {}
     # Lists some path grew or shrank: joining paths that disagree on a list's length loses the
     # whole list (a declaration stash read later through it), so such paths stay apart unless
-    # that leaves too many of them.
-    shapes = [() if force else list_shape(s) for s in states]
+    # that leaves too many of them; with `kinds` (a phase that joins its paths at every
+    # statement, to keep what they built), so do paths that disagree on the class of an object
+    # a field holds (a kernel object built on one way, None or another class on the other).
+    shapes = [() if force else (list_shape(s), kind_shape(s) if kinds else ()) for s in states]
     keep_shapes = not force and len(set(shapes)) <= MAX_SHAPES
     for s, shape in zip(states, shapes, strict=True):
         key = ("all",) if force else record_key(s) + ((shape,) if keep_shapes else ())

@@ -168,3 +168,29 @@ def heap_digest(st: PathState) -> tuple[object, ...]:
         else:
             out.append((k, id(contents)))
     return tuple(sorted(out, key=repr))
+
+
+def kind_shape(st: PathState) -> tuple[str, ...]:
+    """Which framework classes the objects this path changed hold, field by field (into the
+    objects they hold, to DEPTH): paths that disagree on one (a kernel object built on one, None
+    or another class on the other) would join into an unknown, the object lost, as paths that
+    disagree on a list's length lose the list."""
+    out: list[str] = []
+    for o in st.heap_objs.values():
+        if isinstance(o, Instance):
+            text = _kinds(st, o, DEPTH, set())
+            if text:
+                out.append(f"{id(o)}{text}")
+    return tuple(sorted(out))
+
+
+def _kinds(st: PathState, obj: Instance, depth: int, seen: set[int]) -> str:
+    if depth <= 0 or id(obj) in seen:
+        return ""
+    seen.add(id(obj))
+    held = [
+        f"{name}:{v.cls.qualname}{_kinds(st, v, depth - 1, seen)}"
+        for name, v in st.fields(obj).items()
+        if isinstance(v, Instance) and v.cls is not None
+    ]
+    return "{" + ",".join(held) + "}" if held else ""

@@ -52,7 +52,9 @@ class StmtMixin(EngineBase):
                         done.append((s2, kind, val))
             live = nxt
             if len(live) > 1 and len(live) > self.budget.merge_limit(live):
-                live = merge_paths(live, f"{self.current_file()}:{stmt.lineno}")
+                live = merge_paths(
+                    live, f"{self.current_file()}:{stmt.lineno}", kinds=self.budget.merge_at <= 1
+                )
             if len(done) > self.budget.merge_at:
                 done = merge_raised(done, f"{self.current_file()}:{stmt.lineno}")
             if len(live) + len(done) > self.budget.max_paths:

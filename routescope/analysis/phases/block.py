@@ -250,7 +250,7 @@ def after_loading(
                     f"{method.qualname} on the built block",
                     lambda s=s, m=method, mod=module: engine.call(s.fork(), m, [mod], {}, None),
                     record_inputs=True,
-                    merge_at=4,  # what it builds, not how: ways that built alike join early
+                    merge_at=1,  # what it builds, not how: ways that built alike join at once
                     as_served=False,
                 )
                 done = [w for w, _ in ways if not w.stopped and w.raising is None]

@@ -1,0 +1,60 @@
+"""A phase that joins its paths at every statement (merge_at 1, as the conversion after the
+weights load does) keeps apart the ways that built different objects: joined, the field that
+holds the kernel object would be unknown on both, and the kernel each way launches lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.engine.test_engine_lists import _kinds
+
+CONVERT = """
+        class Marlin:
+            def __init__(self, scale):
+                self.scale = scale
+
+            def apply(self, x):
+                return topk_fast(x)
+
+        class Emulated:
+            def apply(self, x):
+                return torch.topk(x, 2)
+
+        class Layer:
+            def __init__(self):
+                self.kernel = None
+
+        def convert(layer):
+            if os.environ.get("FW_SCALE"):  # a fork that builds alike: joined at once
+                scale = 2
+            else:
+                scale = 1
+            if os.environ.get("FW_EMULATE"):
+                layer.kernel = {emulated}
+            else:
+                layer.kernel = Marlin(scale)
+
+        def route(x):
+            layer = Layer()
+            convert(layer)
+            assert layer.kernel is not None
+            return layer.kernel.apply(x)
+"""
+
+
+def _joined_at_once(tmp_path: Path, body: str) -> list[str | None]:
+    from routescope.analysis.engine.budget import Budget
+
+    budget = Budget()
+    budget.merge_at = 1
+    return _kinds(tmp_path, body, budget=budget)
+
+
+def test_ways_that_built_different_kernel_objects_stay_apart(tmp_path: Path) -> None:
+    kinds = _joined_at_once(tmp_path, CONVERT.format(emulated="Emulated()"))
+    assert sorted(kinds, key=str) == sorted(["cuda_kernel", "torch"], key=str), kinds
+
+
+def test_ways_that_built_alike_join(tmp_path: Path) -> None:
+    """Both ways of each fork build a Marlin (its scale differs): one path, the kernel kept."""
+    assert _joined_at_once(tmp_path, CONVERT.format(emulated="Marlin(3)")) == ["cuda_kernel"]
