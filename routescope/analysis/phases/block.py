@@ -163,6 +163,7 @@ def build_block(
     values: dict[str, Value],
     router_cls: ClassVal,
     notes: Notes | None = None,
+    paths: tuple[str, ...] = (),
 ) -> list[tuple[PathState, Value, Value]]:
     """Construct the block as its parents do when it needs arguments only they know (a MoE block
     that takes top_k from its decoder layer; an experts layer whose block reads the parallel
@@ -183,7 +184,9 @@ def build_block(
     # the decoder layer gets its own path (model.layers.1: it reads its index from the last
     # part); a class below it is the MoE block or inside it and keeps the block's. Where no
     # class is told apart as built per layer, the block's parent is taken for the layer.
-    if (
+    if len(paths) == len(chain):  # each class's own path, as the model builds it
+        values = {**values, "prefix": Const(paths[at], ("the module path the model builds",))}
+    elif (
         cls is not site.block_class
         and isinstance(prefix, Const)
         and isinstance(prefix.value, str)

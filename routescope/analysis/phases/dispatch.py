@@ -57,6 +57,7 @@ from routescope.analysis.phases.loader import (
 )
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
+from routescope.analysis.phases.prefix import module_paths
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
 from routescope.analysis.phases.stops import Stop, explicit_stops, known_arguments
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
@@ -204,11 +205,17 @@ def trace_dispatch(
     layer = (
         spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
     )
+    built_at, why = module_paths(engine, site, layer) if library is None else ((), "")
+    if not built_at and library is None and quant not in (None, "bf16"):  # (what reads it)
+        notes.append(
+            f"the MoE block's module path, which the quantization config's per-module "
+            f"settings are looked up by, is taken as model.layers.{layer}.mlp: {why}"
+        )
     values: dict[str, Value] = {
         "config": config,
         "quant_config": quant_config,
         "layer_id": Const(layer, ("first MoE layer",)),
-        "prefix": Const(f"model.layers.{layer}.mlp"),
+        "prefix": Const(built_at[-1] if built_at else f"model.layers.{layer}.mlp"),
     }
     for name, text in rules.data["models"].get("block_args", {}).items():
         module = site.block_class.module.name if site.block_class.module else ""
@@ -221,7 +228,7 @@ def trace_dispatch(
     hidden = _hidden_states(spec, config)
     if library is None:
         run_model_init(engine, rules, site, {**values, "config": served}, notes)
-        built = build_block(engine, site, values, router_cls, notes)
+        built = build_block(engine, site, values, router_cls, notes, built_at)
     else:
         gate = (Const(spec.num_experts.value), hidden.shape[-1] if hidden.shape else Const(None))
         built = build_library_block(

@@ -46,7 +46,7 @@ def handed(
     name = child.node.name if child.node is not None else child.qualname.rpartition(".")[2]
     calls = [
         (c, m) for body, m in bodies for c in ast.walk(body)
-        if isinstance(c, ast.Call) and _builds(c, name)
+        if isinstance(c, ast.Call) and builds(c, name)
     ]  # fmt: skip
     if not isinstance(node, _FUNCTIONS) or len(calls) != 1 or calls[0][1] is None:
         return Handed({}, (), "")
@@ -78,7 +78,7 @@ def handed(
             continue  # the value the values give, handed on
         got = (
             engine.evaluate_in(PathState(envs=[{}]), module.name, ast.unparse(expr), bound)
-            if _from_values(expr, set(bound), own | local, module.globals)
+            if from_values(expr, set(bound), own | local, module.globals)
             else []
         )
         if len(got) == 1 and got[0][0].raising is None:
@@ -88,7 +88,7 @@ def handed(
     return Handed(known, tuple(left), where)
 
 
-def _builds(node: ast.Call, name: str) -> bool:
+def builds(node: ast.Call, name: str) -> bool:
     """`Name(...)` or `<module or class>.Name(...)`."""
     f = node.func
     return (isinstance(f, ast.Name) and f.id == name) or (
@@ -114,7 +114,7 @@ def _assigned(fn: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def _from_values(
+def from_values(
     expr: ast.expr, bound: set[str], local: set[str], globals_: Mapping[str, object]
 ) -> bool:
     """Whether `expr` reads only the parameters known to be the values, module-level names and

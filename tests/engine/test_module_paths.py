@@ -1,0 +1,87 @@
+"""The MoE block's module path is read from the constructors that build it (each hands its
+part `prefix=` computed from its own), not made up: a quantization config looks its per-module
+settings up by it, and a wrapper puts the language model under a name of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.values import ClassVal
+from routescope.analysis.phases.model import find_block
+from routescope.analysis.phases.prefix import module_paths
+from routescope.analysis.phases.trace import resolve_entry
+from tests.engine.test_engine_synthetic import SINKS, make_tree
+
+MODEL = """
+    from fw.router import TopKRouter
+
+    def maybe_prefix(prefix, name):
+        return name if not prefix else f"{prefix}.{name}"
+
+    def make_layers(n, layer_fn, prefix):
+        return [layer_fn(prefix=f"{prefix}.{i}") for i in range(n)]
+
+    class SparseMoeBlock:
+        def __init__(self, config, prefix=""):
+            self.router = TopKRouter(config.top_k)
+
+    class BaseDecoderLayer:  # its block is replaced: the derived constructor's is the one
+        def __init__(self, config, prefix=""):
+            self.mlp = SparseMoeBlock(config, prefix=f"{prefix}.moe_old")
+
+    class DecoderLayer(BaseDecoderLayer):
+        def __init__(self, config, prefix=""):
+            self.mlp = SparseMoeBlock(config, prefix=BLOCK_PREFIX)
+
+    class Model:
+        def __init__(self, config, prefix=""):
+            def get_layer(prefix):
+                return DecoderLayer(config, prefix=prefix)
+
+            self.layers = make_layers(config.n, get_layer, prefix=f"{prefix}.layers")
+
+    class ForCausalLM:
+        model_cls = Model
+
+        def __init__(self, config, prefix=""):
+            self.model = self.model_cls(config, prefix=maybe_prefix(prefix, "model"))
+
+    class ForConditionalGeneration:
+        def __init__(self, config, prefix=""):
+            self.language_model = ForCausalLM(config, prefix=maybe_prefix(prefix, "language_model"))
+"""
+
+ROUTER = """
+    class TopKRouter:
+        def __init__(self, top_k):
+            self.top_k = top_k
+"""
+
+
+def _paths(tmp_path: Path, block_prefix: str) -> tuple[tuple[str, ...], str]:
+    files = {"models.py": MODEL.replace("BLOCK_PREFIX", block_prefix), "router.py": ROUTER}
+    engine = Engine(make_tree(tmp_path, files), Facts(sinks=SINKS))
+    model = resolve_entry(engine, "fw.models:ForConditionalGeneration")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    return module_paths(engine, find_block(engine, model, router), 3)
+
+
+def test_each_class_gets_the_path_its_parent_hands_it(tmp_path: Path) -> None:
+    paths, why = _paths(tmp_path, 'f"{prefix}.mlp"')
+    assert why == ""
+    assert paths == (
+        "",
+        "language_model",
+        "language_model.model",
+        "language_model.model.layers.3",
+        "language_model.model.layers.3.mlp",
+    )
+
+
+def test_a_path_computed_from_more_than_the_parents_own_is_not_guessed(tmp_path: Path) -> None:
+    paths, why = _paths(tmp_path, 'config.name + ".mlp"')
+    assert paths == ()
+    assert "fw.models:DecoderLayer hands fw.models:SparseMoeBlock no prefix" in why
