@@ -192,6 +192,15 @@ class EngineBase:
         def class_lookup(self, st: PathState, cls: ClassVal, name: str) -> Value | None: ...
         def commit_all(self, states: list[PathState], skip: Value | None = None) -> None: ...
         def binop(self, st: PathState, node: ast.BinOp, a: Value, b: Value) -> Value: ...
+        def overloaded(
+            self,
+            st: PathState,
+            op: ast.operator,
+            a: Value,
+            b: Value,
+            node: ast.AST,
+            inplace: bool = False,
+        ) -> Paths | None: ...
         def call_cached(
             self,
             st: PathState,

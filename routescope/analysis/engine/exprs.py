@@ -208,7 +208,8 @@ class ExprMixin(EngineBase):
     def ev_BinOp(self, st: PathState, node: ast.BinOp) -> Paths:
         out: Paths = []
         for s, (a, b) in self.ev_seq(st, [node.left, node.right]):
-            out.append((s, self.binop(s, node, a, b)))
+            called = self.overloaded(s, node.op, a, b, node) if s.raising is None else None
+            out.extend(called if called is not None else [(s, self.binop(s, node, a, b))])
         return out
 
     def binop(self, st: PathState, node: ast.BinOp, a: Value, b: Value) -> Value:

@@ -60,6 +60,17 @@ BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.LShift: operator.lshift,
     ast.RShift: operator.rshift,
 }
+# the methods a binary operator calls on a framework class's instance: the left operand's,
+# then (where it has none, or it answers NotImplemented) the right operand's reflected one
+DUNDERS: dict[type[ast.operator], tuple[str, str]] = {
+    op: (f"__{name}__", f"__r{name}__")
+    for op, name in (
+        (ast.Add, "add"), (ast.Sub, "sub"), (ast.Mult, "mul"), (ast.MatMult, "matmul"),
+        (ast.Div, "truediv"), (ast.FloorDiv, "floordiv"), (ast.Mod, "mod"), (ast.Pow, "pow"),
+        (ast.BitAnd, "and"), (ast.BitOr, "or"), (ast.BitXor, "xor"),
+        (ast.LShift, "lshift"), (ast.RShift, "rshift"),
+    )
+}  # fmt: skip
 CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -73,6 +84,48 @@ CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 
 
 class OperatorsMixin(EngineBase):
+    def overloaded(
+        self,
+        st: PathState,
+        op: ast.operator,
+        a: Value,
+        b: Value,
+        node: ast.AST,
+        inplace: bool = False,
+    ) -> Paths | None:
+        """`a op b` where an operand is an instance of a framework class that defines the
+        operator (`WeightsMapper.__or__`): the method called, as Python calls it (`inplace`:
+        `a op= b`, its `__iop__` first); None where neither does (the builtin operation)."""
+        names = DUNDERS.get(type(op))
+        if names is None:
+            return None
+        left, right = names
+        tries = [(a, b, left), (b, a, right)]
+        if inplace:
+            tries.insert(0, (a, b, left.replace("__", "__i", 1)))
+        return self._operator_call(st, tries, node)
+
+    def _operator_call(
+        self, st: PathState, tries: list[tuple[Value, Value, str]], node: ast.AST
+    ) -> Paths | None:
+        for at, (obj, other, name) in enumerate(tries):
+            if not (isinstance(obj, Instance) and obj.cls is not None):
+                continue
+            method = self.class_lookup(st, obj.cls, name)
+            if not isinstance(method, FunctionVal):
+                continue
+            out: Paths = []
+            for s, v in self.call(st, method.bind(obj), [other], {}, node):
+                if (isinstance(v, Const) and v.value is NotImplemented) or (
+                    isinstance(v, External) and v.name == "NotImplemented"
+                ):  # the next one is tried
+                    why = raises("TypeError", f"unsupported operand types for {name}")
+                    out.extend(self._operator_call(s, tries[at + 1 :], node) or [(s, why)])
+                else:
+                    out.append((s, v))
+            return out
+        return None
+
     def ev_Compare(self, st: PathState, node: ast.Compare) -> Paths:
         out: Paths = []
         if len(node.ops) == 1:  # the commonest: one comparison, no chain to follow

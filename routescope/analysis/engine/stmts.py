@@ -118,11 +118,14 @@ class StmtMixin(EngineBase):
             if self._in_place(s, node.op, cur, more):
                 out.append((s, "normal", None))
                 continue
-            expr = ast.BinOp(left=load, op=node.op, right=node.value)
-            ast.copy_location(expr, node)
-            v = self.binop(s, expr, cur, more)
-            self.assign(s, node.target, v)
-            out.append((s, "normal", None))
+            called = self.overloaded(s, node.op, cur, more, node, inplace=True)
+            if called is None:  # no framework class's own operator: the builtin one
+                expr = ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node)
+                called = [(s, self.binop(s, expr, cur, more))]
+            for s2, v in called:
+                if s2.raising is None:
+                    self.assign(s2, node.target, v)
+                out.append((s2, "normal", None))
         return out
 
     def _in_place(self, st: PathState, op: ast.operator, cur: Value, more: Value) -> bool:
