@@ -249,3 +249,17 @@ def test_a_cached_function_returns_the_dict_it_built_on_every_path(tmp_path: Pat
             return torch.topk(x, 2)
     """
     assert _kinds(tmp_path, body) == ["cuda_kernel", "cuda_kernel"]
+
+
+def test_dict_fromkeys_keeps_the_keys_in_order_once(tmp_path: Path) -> None:
+    """`tuple(dict.fromkeys(candidates))`, the order-keeping dedup a config's per-module lookup
+    iterates (vLLM's ModelOpt mixed precision): known keys, so the loop over it is unrolled."""
+    body = """
+        def route(x):
+            names = tuple(dict.fromkeys(["model.a", "lm_head", "model.a"]))
+            marks = dict.fromkeys(names, 0)
+            if names == ("model.a", "lm_head") and marks == {"model.a": 0, "lm_head": 0}:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]

@@ -9,7 +9,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.bound import Partial
-from routescope.analysis.engine.containers import SEQ_LIMIT, ListVal, Seq, new_tuple
+from routescope.analysis.engine.containers import SEQ_LIMIT, ListVal, Seq, new_dict, new_tuple
 from routescope.analysis.engine.contents import iteration, seq_items, truth_in
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -126,3 +126,23 @@ def _next(
     if len(args) > 1:
         return one(st, args[1])
     return one(st, raises("StopIteration", "next() of an exhausted iterator"))
+
+
+@models("dict.fromkeys", "builtins.dict.fromkeys")
+def _fromkeys(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """dict.fromkeys(keys[, value]): a new dict of those keys in their order (a repeated one
+    once), each holding the value (None); None (unknown) when the keys are not known."""
+    if not 1 <= len(args) <= 2 or kwargs:
+        return None
+    keys = iteration(args[0], st)
+    if keys is None:
+        return None
+    value = args[1] if len(args) == 2 else Const(None)
+    return one(st, new_dict((k, value) for k in keys))
