@@ -64,7 +64,7 @@ def handed(
         passed.append((kw.arg, kw.value))
     init = _enclosing(bodies, call)
     local = _assigned(init) if init is not None else set()
-    own = _params(init) if init is not None else set()
+    own = param_names(init) if init is not None else set()
     # the parent's parameters known to be the values: handed on unchanged, never reassigned
     bound = {
         e.id: values[k]
@@ -101,8 +101,9 @@ def _enclosing(bodies: list[tuple[ast.AST, Any]], call: ast.Call) -> ast.AST | N
     return next((b for b, _ in bodies if any(n is call for n in ast.walk(b))), None)
 
 
-def _params(fn: ast.AST) -> set[str]:
-    a = fn.args if isinstance(fn, _FUNCTIONS) else None
+def param_names(fn: ast.AST) -> set[str]:
+    """The names a function (or a lambda) takes."""
+    a = fn.args if isinstance(fn, (*_FUNCTIONS, ast.Lambda)) else None
     if a is None:
         return set()
     names = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]

@@ -14,7 +14,7 @@ from typing import Any
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import ClassVal, Const, FunctionVal
-from routescope.analysis.phases.handed import builds, from_values
+from routescope.analysis.phases.handed import builds, from_values, param_names
 from routescope.analysis.phases.model import ModelSite, init_bodies
 from routescope.analysis.phases.trace import resolve_entry
 
@@ -46,7 +46,7 @@ def _root(model: ClassVal) -> str | None:
     node = init.node if isinstance(init, FunctionVal) else None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    return "" if "prefix" in _params(node) else None
+    return "" if "prefix" in param_names(node) else None
 
 
 def _handed_prefix(
@@ -76,7 +76,7 @@ def _handed_prefix(
         return None
     factory = _factory(body, call)
     if factory is not None:  # built per layer: the helper the factory is handed to names it
-        if not (isinstance(expr, ast.Name) and expr.id in _params(factory)):
+        if not (isinstance(expr, ast.Name) and expr.id in param_names(factory)):
             return None
         helper = _handed_to(body, factory)
         outer = _keyword(helper, "prefix") if helper is not None else None
@@ -138,10 +138,3 @@ def _handed_to(body: ast.AST, factory: ast.AST) -> ast.Call | None:
         )
     ]
     return out[0] if len(out) == 1 else None
-
-
-def _params(fn: ast.AST) -> set[str]:
-    a = getattr(fn, "args", None)
-    if not isinstance(a, ast.arguments):
-        return set()
-    return {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
