@@ -39,7 +39,9 @@ CLASSES = """
 
 
 def test_binary_operators_call_the_class_methods(tmp_path: Path) -> None:
-    body = CLASSES + """
+    body = (
+        CLASSES
+        + """
         def route(x):
             c = Counter()
             c += 2
@@ -50,12 +52,15 @@ def test_binary_operators_call_the_class_methods(tmp_path: Path) -> None:
                 return topk_fast(x)
             return torch.topk(x, 2)
     """
+    )
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
 
 
 def test_not_implemented_falls_to_the_reflected_method_or_raises(tmp_path: Path) -> None:
     """`Mapper | 1` answers NotImplemented and int has no `__ror__` for it: TypeError."""
-    body = CLASSES + """
+    body = (
+        CLASSES
+        + """
         def route(x):
             try:
                 BASE | 1
@@ -63,4 +68,5 @@ def test_not_implemented_falls_to_the_reflected_method_or_raises(tmp_path: Path)
                 return topk_fast(x)
             return torch.topk(x, 2)
     """
+    )
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
