@@ -70,3 +70,26 @@ def test_not_implemented_falls_to_the_reflected_method_or_raises(tmp_path: Path)
     """
     )
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_the_reflected_method_is_not_tried_between_instances_of_one_class(
+    tmp_path: Path,
+) -> None:
+    """Python tries `b.__ror__(a)` only where `b` is of another class: `Mapper() | Mapper()`
+    whose `__or__` answers NotImplemented raises TypeError, even though `__ror__` exists."""
+    body = """
+        class Mapper:
+            def __or__(self, other):
+                return NotImplemented
+
+            def __ror__(self, other):
+                return self
+
+        def route(x):
+            try:
+                Mapper() | Mapper()
+            except TypeError:
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]

@@ -94,13 +94,15 @@ class OperatorsMixin(EngineBase):
         inplace: bool = False,
     ) -> Paths | None:
         """`a op b` where an operand is an instance of a framework class that defines the
-        operator (`WeightsMapper.__or__`): the method called, as Python calls it (`inplace`:
-        `a op= b`, its `__iop__` first); None where neither does (the builtin operation)."""
+        operator (a mapper merged with another by `__or__`): the method called, as Python calls
+        it (`inplace`: `a op= b`, its `__iop__` first; the reflected one only for operands of
+        different classes); None where neither does (the builtin operation)."""
         names = DUNDERS.get(type(op))
         if names is None:
             return None
         left, right = names
-        tries = [(a, b, left), (b, a, right)]
+        same = isinstance(a, Instance) and isinstance(b, Instance) and a.cls is b.cls
+        tries = [(a, b, left)] + ([] if same else [(b, a, right)])
         if inplace:
             tries.insert(0, (a, b, left.replace("__", "__i", 1)))
         return self._operator_call(st, tries, node)
