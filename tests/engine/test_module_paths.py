@@ -60,8 +60,11 @@ ROUTER = """
 """
 
 
-def _paths(tmp_path: Path, block_prefix: str) -> tuple[tuple[str, ...], str]:
-    files = {"models.py": MODEL.replace("BLOCK_PREFIX", block_prefix), "router.py": ROUTER}
+def _paths(tmp_path: Path, block_prefix: str, before: str = "") -> tuple[tuple[str, ...], str]:
+    """`before`: a statement the decoder layer runs before it builds the block."""
+    built = "self.mlp = SparseMoeBlock(config, prefix=BLOCK_PREFIX)"
+    model = MODEL.replace(built, f"{before}\n            {built}" if before else built)
+    files = {"models.py": model.replace("BLOCK_PREFIX", block_prefix), "router.py": ROUTER}
     engine = Engine(make_tree(tmp_path, files), Facts(sinks=SINKS))
     model = resolve_entry(engine, "fw.models:ForConditionalGeneration")
     router = resolve_entry(engine, "fw.router:TopKRouter")
@@ -83,5 +86,13 @@ def test_each_class_gets_the_path_its_parent_hands_it(tmp_path: Path) -> None:
 
 def test_a_path_computed_from_more_than_the_parents_own_is_not_guessed(tmp_path: Path) -> None:
     paths, why = _paths(tmp_path, 'config.name + ".mlp"')
+    assert paths == ()
+    assert "fw.models:DecoderLayer hands fw.models:SparseMoeBlock no prefix" in why
+
+
+def test_a_parent_that_changes_its_own_prefix_first_is_not_read(tmp_path: Path) -> None:
+    """`prefix = prefix + ".inner"` before the block is built: the path handed on is not the
+    one the parent was given, so the step is not read (the made-up path, with a note)."""
+    paths, why = _paths(tmp_path, 'f"{prefix}.mlp"', before='prefix = prefix + ".inner"')
     assert paths == ()
     assert "fw.models:DecoderLayer hands fw.models:SparseMoeBlock no prefix" in why

@@ -63,7 +63,7 @@ def handed(
             return Handed({}, ("**kwargs",), where)
         passed.append((kw.arg, kw.value))
     init = _enclosing(bodies, call)
-    local = _assigned(init) if init is not None else set()
+    local = assigned(init) if init is not None else set()
     own = param_names(init) if init is not None else set()
     # the parent's parameters known to be the values: handed on unchanged, never reassigned
     bound = {
@@ -110,7 +110,7 @@ def param_names(fn: ast.AST) -> set[str]:
     return {p.arg for p in names}
 
 
-def _assigned(fn: ast.AST) -> set[str]:
+def assigned(fn: ast.AST) -> set[str]:
     """The names a function body binds (its locals, its parameters reassigned)."""
     return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 

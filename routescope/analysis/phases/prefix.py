@@ -14,7 +14,7 @@ from typing import Any
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import ClassVal, Const, FunctionVal
-from routescope.analysis.phases.handed import builds, from_values, param_names
+from routescope.analysis.phases.handed import assigned, builds, from_values, param_names
 from routescope.analysis.phases.model import ModelSite, init_bodies
 from routescope.analysis.phases.trace import resolve_entry
 
@@ -72,7 +72,7 @@ def _handed_prefix(
         return None
     call, body, module = calls[0]
     expr = _keyword(call, "prefix")
-    if expr is None:
+    if expr is None or "prefix" in assigned(body):  # (its own, changed: not read here)
         return None
     factory = _factory(body, call)
     if factory is not None:  # built per layer: the helper the factory is handed to names it
