@@ -98,8 +98,8 @@ class OperatorsMixin(EngineBase):
         it (`inplace`: `a op= b`, its `__iop__` first; the reflected one only for operands of
         different classes); None where neither does (the builtin operation)."""
         names = DUNDERS.get(type(op))
-        if names is None:
-            return None
+        if names is None or not (isinstance(a, Instance) or isinstance(b, Instance)):
+            return None  # (the commonest: numbers, strings, tensors)
         left, right = names
         same = isinstance(a, Instance) and isinstance(b, Instance) and a.cls is b.cls
         tries = [(a, b, left)] + ([] if same else [(b, a, right)])
