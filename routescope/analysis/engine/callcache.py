@@ -183,7 +183,12 @@ class CallCacheMixin(EngineBase):
                 continue
             if isinstance(v, Unknown):
                 continue
-            if id(v) in self._unbuilt or id(v) in self.tensor_data or id(v) in self.score_sources:
+            if (
+                id(v) in self._unbuilt
+                or id(v) in self.tensor_data
+                or id(v) in self.dict_data
+                or id(v) in self.score_sources
+            ):
                 raise _Uncopyable  # (the engine knows it by id)
             contents = st.heap.get(id(v), base_of(v))
             out[id(v)] = contents

@@ -16,7 +16,7 @@ from routescope.analysis.engine.containers import (
     new_set,
     new_tuple,
 )
-from routescope.analysis.engine.contents import iteration, truth_in
+from routescope.analysis.engine.contents import iteration
 from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -116,7 +116,7 @@ class ComprehensionsMixin(EngineBase):
                 c = self.single(st, cond)
                 if c is None:  # evaluating the filter forks the path
                     return Unknown("comprehension filter", kind=UnknownKind.UNSUPPORTED)
-                t = truth_in(st, c)
+                t = self.truth_of(st, c)
                 if t is None:  # the facts do not decide it: the item is perhaps there
                     perhaps = True
                     continue

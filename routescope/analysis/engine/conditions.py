@@ -38,7 +38,7 @@ class ConditionsMixin(EngineBase):
             if len(operands) == 1 or s.raising is not None:
                 out.append((s, v))
                 continue
-            t = truth_in(s, v)
+            t = self.truth_of(s, v)
             if t is not None and t != is_and:  # short-circuit: this operand is the value
                 out.append((s, v))
                 continue
@@ -77,7 +77,7 @@ class ConditionsMixin(EngineBase):
             if s.raising is not None:  # the test raised: the statement ends with it
                 out.append((s, False))
                 continue
-            t = truth_in(s, v)
+            t = self.truth_of(s, v)
             decision = self.make_decision(s, test, t, v)
             if t is None:
                 for branch in (True, False):

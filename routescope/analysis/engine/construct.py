@@ -10,6 +10,7 @@ from routescope.analysis.engine.base import Ctx, EngineBase, Paths
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import new_tuple, str_dict
 from routescope.analysis.engine.imports import MODULE_STMT_STEPS
+from routescope.analysis.engine.mappings import DictOperation, is_dict_class
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import TENSOR_BASES
 from routescope.analysis.engine.values import (
@@ -78,6 +79,11 @@ class ConstructMixin(EngineBase):
                 self.tensor_data[id(inst)] = data
                 self._memo_keep.append(inst)
         init = cls.lookup("__init__")
+        if is_dict_class(cls):  # it holds a dict: dict(*args, **kwargs) unless it says more
+            data = self.new_dict_instance(inst)
+            if not isinstance(init, FunctionVal):
+                DictOperation(self, data, "__init__").call_with(st, args, kwargs)
+                return [(st, inst)]
         if isinstance(init, FunctionVal):
             outs = self.join(cls.qualname, self.invoke(st, init.bind(inst), args, kwargs, node), 1)
             return [

@@ -15,6 +15,7 @@ from routescope.analysis.engine.callcache import CallCacheMixin
 from routescope.analysis.engine.comprehensions import ComprehensionsMixin
 from routescope.analysis.engine.conditions import ConditionsMixin
 from routescope.analysis.engine.construct import ConstructMixin
+from routescope.analysis.engine.containers import DictVal
 from routescope.analysis.engine.definitions import DefinitionsMixin
 from routescope.analysis.engine.exceptions import ExceptionsMixin
 from routescope.analysis.engine.exprs import ExprMixin
@@ -24,6 +25,7 @@ from routescope.analysis.engine.imports import ImportsMixin
 from routescope.analysis.engine.invoke import InvokeMixin
 from routescope.analysis.engine.join import JoinMixin
 from routescope.analysis.engine.loops import LoopsMixin
+from routescope.analysis.engine.mappings import MappingsMixin
 from routescope.analysis.engine.objects import ObjectsMixin
 from routescope.analysis.engine.operators import OperatorsMixin
 from routescope.analysis.engine.sinks import SinksMixin
@@ -43,6 +45,7 @@ from routescope.analysis.engine.withs import WithMixin
 class Engine(
     ExprMixin,
     SubscriptsMixin,
+    MappingsMixin,
     OperatorsMixin,
     ConditionsMixin,
     ComprehensionsMixin,
@@ -95,6 +98,7 @@ class Engine(
         # instances of framework subclasses of torch's Parameter (or Tensor): the tensor each
         # was made from (its `data`), by id, with the objects kept alive
         self.tensor_data: dict[int, Value] = {}
+        self.dict_data: dict[int, DictVal] = {}
         self.entering: list[int] = []
         # torch's default dtype while the model is built (the loader's set_default_torch_dtype)
         self.default_dtype: str | None = None

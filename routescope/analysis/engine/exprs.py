@@ -23,7 +23,6 @@ from routescope.analysis.engine.contents import (
     entries,
     iteration,
     snapshot,
-    truth_in,
 )
 from routescope.analysis.engine.generators import yield_from, yielded
 from routescope.analysis.engine.intervals import Compared
@@ -254,7 +253,7 @@ class ExprMixin(EngineBase):
         out: Paths = []
         for s, v in self.ev(st, node.operand):
             if isinstance(node.op, ast.Not):
-                t = truth_in(s, v)
+                t = self.truth_of(s, v)
                 out.append(
                     (
                         s,

@@ -128,6 +128,9 @@ class ObjectsMixin(EngineBase):
             if isinstance(found, FunctionVal):  # a property read through super() runs
                 owner = recv.cls if isinstance(recv, Instance) and recv.cls else recv
                 return self._method(st, found, recv, owner)
+            through = self.dict_super(recv, name) if found is None else None
+            if through is not None:  # a dict subclass's builtin base: the dict it holds
+                return [(st, through)]
             return [
                 (st, found or Unknown(f"super() has no attribute {name}", kind=UnknownKind.ABSENT))
             ]
@@ -150,6 +153,9 @@ class ObjectsMixin(EngineBase):
                     return self._method(st, found, obj, cls)
                 if found is not None:
                     return [(st, found)]
+                held = self.dict_attribute(obj, name)
+                if held is not None:  # a dict subclass's dict method
+                    return [(st, held)]
                 if name in REGISTERS and any(b in MODULE_BASES for b in obj.cls.external_bases()):
                     return [(st, Register(obj))]  # self.register_buffer("bias", t): a field
                 if name in TREE_METHODS and is_module(obj):  # module.named_children()

@@ -133,6 +133,11 @@ class OperatorsMixin(EngineBase):
         if len(node.ops) == 1:  # the commonest: one comparison, no chain to follow
             op = node.ops[0]
             for s, (a, b) in self.ev_seq(st, [node.left, node.comparators[0]]):
+                if type(op) in (ast.In, ast.NotIn) and isinstance(b, Instance) and b.cls:
+                    got = self.membership_of(s, a, b, node)  # its own __contains__, or the
+                    if got is not None:  # dict a dict subclass holds
+                        out.extend(_negated(got) if type(op) is ast.NotIn else got)
+                        continue
                 if (
                     type(op) in (ast.In, ast.NotIn)
                     and not isinstance(a, Instance)
@@ -317,3 +322,8 @@ class OperatorsMixin(EngineBase):
                 return a.cls is b.cls and a.name == b.name
             return a is b
         return None
+
+
+def _negated(paths: Paths) -> Paths:
+    """`not in` from the paths of `in`."""
+    return [(s, Const(not v.value, v.origins) if isinstance(v, Const) else v) for s, v in paths]

@@ -8,7 +8,7 @@ from typing import cast
 from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Outcome, handler
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
-from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items, truth_in
+from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items
 from routescope.analysis.engine.merging import merge_paths, merge_raised
 from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
@@ -274,7 +274,7 @@ class StmtMixin(EngineBase):
     def ex_Assert(self, st: PathState, node: ast.Assert) -> list[Outcome]:
         out: list[Outcome] = []
         for s, v in self.ev(st, node.test):
-            t = truth_in(s, v)
+            t = self.truth_of(s, v)
             if t is False:
                 s.decisions.append(self.make_decision(s, node.test, False, v))
                 s.raised_at = (self.current_file(), node.lineno, self.current_function())

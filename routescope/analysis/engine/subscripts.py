@@ -29,6 +29,7 @@ from routescope.analysis.engine.values import (
     Const,
     External,
     FunctionVal,
+    Instance,
     Tensor,
     Unknown,
     UnknownKind,
@@ -47,7 +48,10 @@ class SubscriptsMixin(EngineBase):
     def ev_Subscript(self, st: PathState, node: ast.Subscript) -> Paths:
         out: Paths = []
         for s, (obj, idx) in self.ev_seq(st, [node.value, node.slice]):
-            out.append((s, self.subscript(s, obj, idx)))
+            if isinstance(obj, Instance) and obj.cls is not None:  # its own __getitem__, or
+                out.extend(self.item_of(s, obj, idx, node))  # the dict a dict subclass holds
+            else:
+                out.append((s, self.subscript(s, obj, idx)))
         return out
 
     def ev_Slice(self, st: PathState, node: ast.Slice) -> Paths:

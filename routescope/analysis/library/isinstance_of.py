@@ -111,7 +111,9 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
                 return Const(True)
             continue  # a list is no dict
         if isinstance(t, External) and isinstance(obj, Instance) and t.name in builtin_types:
-            continue  # a framework object or a config is none of the builtin types
+            if obj.cls is not None and t.name in obj.cls.external_bases():
+                return Const(True)  # a framework class derived from it (a dict subclass)
+            continue  # any other framework object or a config is none of the builtin types
         if isinstance(t, External) and isinstance(obj, Count) and t.name in builtin_types:
             if t.name == "int":  # a count known from below (the tokens in a batch): an int,
                 return Const(True, obj.origins)
@@ -123,8 +125,10 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
         ):
             continue
         if isinstance(t, External) and t.name == "type":
-            if isinstance(obj, ClassVal):
-                return Const(True)
+            if isinstance(obj, ClassVal) or (
+                isinstance(obj, External) and obj.name in (*builtin_types, "object", "type")
+            ):
+                return Const(True)  # a class: the framework's, or a builtin type
             if isinstance(obj, (Const, FunctionVal, EnumMember, Instance, Tensor)) or kind:
                 continue
         if isinstance(t, External) and isinstance(obj, Const):
