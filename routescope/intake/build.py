@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from routescope.errors import RoutescopeError
@@ -102,7 +103,31 @@ def build_spec(
         config_view=_config_view(routing, view),
         config_view_origin=_config_view_origin(routing, level, view),
         outer_view={k: v for k, v in raw.items() if k != level} if level else {},
+        config_file=raw,
         notes=tuple(notes),
+    )
+
+
+def read_through(spec: RoutingSpec, class_name: str) -> RoutingSpec | str:
+    """`spec` with the attribute view of transformers' `class_name` (the class a framework
+    registers for the file's model_type) in place of the model_type's own class; unchanged
+    when that is the class it was read through; a string saying why there is no such view."""
+    if spec.config_view_origin and any(
+        p.origin is Origin.CLASS_DEFAULT and (p.key or "").split(".")[0] == class_name
+        for p in spec.config_view_origin.values()
+    ):
+        return spec
+    level = spec.routing_config_path
+    view = class_view(spec.config_file, level, class_name)
+    if isinstance(view, str):
+        return view
+    routing = spec.config_file.get(level) if level else spec.config_file
+    if not isinstance(routing, dict):
+        return f"config.json has no {level} table"
+    return replace(
+        spec,
+        config_view=_config_view(routing, view),
+        config_view_origin=_config_view_origin(routing, level, view),
     )
 
 

@@ -106,6 +106,8 @@ class RoutingSpec:
     # A wrapper's own top-level keys (the routing level left out): what the framework's
     # config object holds around the text config it serves (empty for plain models)
     outer_view: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # config.json as read: what a framework's own config class is handed (ownconfig.py)
+    config_file: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     notes: tuple[str, ...] = ()
 
     ROUTING_FIELDS = (

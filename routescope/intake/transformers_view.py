@@ -81,28 +81,34 @@ def _torch_hidden() -> Iterator[None]:
             del sys.modules["torch"]
 
 
-def _build(raw: dict[str, Any], routing_path: str) -> dict[str, Any]:
+def _build(raw: dict[str, Any], routing_path: str, class_name: str | None) -> dict[str, Any]:
     with _torch_hidden():
-        return _build_view(raw, routing_path)
+        return _build_view(raw, routing_path, class_name)
 
 
-def _build_view(raw: dict[str, Any], routing_path: str) -> dict[str, Any]:
+def _build_view(raw: dict[str, Any], routing_path: str, class_name: str | None) -> dict[str, Any]:
     # transformers logs advice at import (e.g. that PyTorch is absent, as in the core install);
     # routescope's own output must stay clean
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    import transformers
     from transformers import CONFIG_MAPPING
 
     model_type = raw.get("model_type")
-    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+    if class_name is not None:  # the class a framework registers for this model_type
+        cls = getattr(transformers, class_name, None)
+        if not isinstance(cls, type) or not hasattr(cls, "from_dict"):
+            return {"error": f"transformers has no config class {class_name}"}
+    elif not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
         return {"error": f"transformers has no config class for model_type {model_type!r}"}
-    cls = CONFIG_MAPPING[model_type]
+    else:
+        cls = CONFIG_MAPPING[model_type]
     try:
         obj = cls.from_dict(dict(raw))
     except Exception as exc:  # a config the class rejects is a fact to report, not a crash
         return {"error": f"transformers {cls.__name__} rejected the file: {exc}".splitlines()[0]}
     if routing_path:
-        obj = getattr(obj, routing_path, None)  # type: ignore[assignment]
+        obj = getattr(obj, routing_path, None)
         if obj is None or not hasattr(obj, "to_dict"):
             return {"error": f"transformers {cls.__name__} has no {routing_path} sub-config"}
     values = {k: v for k, v in obj.to_dict().items() if _jsonable(v)}
@@ -113,12 +119,16 @@ def _build_view(raw: dict[str, Any], routing_path: str) -> dict[str, Any]:
     return {"class_name": type(obj).__name__, "values": values, "aliases": aliases}
 
 
-def class_view(raw: dict[str, Any], routing_path: str) -> ClassView | str:
-    """The transformers attribute view, or a string saying why there is none."""
+def class_view(
+    raw: dict[str, Any], routing_path: str, class_name: str | None = None
+) -> ClassView | str:
+    """The transformers attribute view (of the class for the file's model_type, or of
+    transformers' `class_name`), or a string saying why there is none."""
     version = _transformers_version()
     if version is None:
         return "transformers is not installed"
-    blob = json.dumps([raw, routing_path], sort_keys=True, default=str).encode()
+    what: list[Any] = [raw, routing_path] if class_name is None else [raw, routing_path, class_name]
+    blob = json.dumps(what, sort_keys=True, default=str).encode()
     key = hashlib.sha256(blob).hexdigest()
     path = cache_root() / "intake" / f"transformers-{version}" / f"{key}.json"
     data: dict[str, Any] | None = None
@@ -127,7 +137,7 @@ def class_view(raw: dict[str, Any], routing_path: str) -> ClassView | str:
     except (OSError, ValueError):
         data = None  # a missing or corrupt entry is rebuilt
     if not isinstance(data, dict) or not ("error" in data or "values" in data):
-        data = _build(raw, routing_path)
+        data = _build(raw, routing_path, class_name)
         atomic_write_text(path, json.dumps(data, sort_keys=True))
     if "error" in data:
         return str(data["error"])

@@ -15,6 +15,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.intake.build import read_through
 from routescope.intake.quant import HF_QUANT_CONFIG
 from routescope.intake.spec import RoutingSpec
 
@@ -24,7 +25,7 @@ def config_instance(spec: RoutingSpec) -> Instance:
     for key, value in spec.config_view.items():
         prov = spec.config_view_origin.get(key)
         origin = prov.describe() if prov else "config"
-        fields[key] = _config_value(value, origin, key)
+        fields[key] = config_value(value, origin, key)
     return Instance(None, _torch_dtypes(fields), "config")
 
 
@@ -46,9 +47,21 @@ def served_config(spec: RoutingSpec, text: Instance) -> Instance:
     routing keys sit in `text_config`), its own top-level keys around the text config."""
     if not spec.routing_config_path or not spec.outer_view:
         return text
-    fields = {k: _config_value(v, f"config.json {k}", k) for k, v in spec.outer_view.items()}
+    fields = {k: config_value(v, f"config.json {k}", k) for k, v in spec.outer_view.items()}
     fields[spec.routing_config_path] = text
     return Instance(None, _torch_dtypes(fields), "config")
+
+
+def served_through(spec: RoutingSpec, class_name: str) -> Instance | str | None:
+    """The config object as transformers' `class_name` builds it from the file (a framework
+    registers that class for the file's model_type): None when routescope read it through
+    that class already; a string saying why it cannot be built."""
+    got = read_through(spec, class_name)
+    if isinstance(got, str):
+        return got
+    if got is spec:
+        return None
+    return served_config(got, config_instance(got))
 
 
 def sidecar_value(spec: RoutingSpec) -> Value:
@@ -56,15 +69,15 @@ def sidecar_value(spec: RoutingSpec) -> Value:
     a framework that loads it itself gets), None when the checkpoint has none."""
     if spec.sidecar is None:
         return Const(None, ("no hf_quant_config.json beside config.json",))
-    return _config_value(spec.sidecar, "hf_quant_config.json", "hf_quant_config")
+    return config_value(spec.sidecar, "hf_quant_config.json", "hf_quant_config")
 
 
-def _config_value(value: Any, origin: str, key: str) -> Value:
+def config_value(value: Any, origin: str, key: str) -> Value:
     if _literal(value):
         return Const(value, (origin,))
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         # a nested table (rope_scaling, quantization_config): a dict the framework reads
-        return str_dict({k: _config_value(v, origin, f"{key}.{k}") for k, v in value.items()})
+        return str_dict({k: config_value(v, origin, f"{key}.{k}") for k, v in value.items()})
     return Unknown(f"config.{key}", kind=UnknownKind.INPUT)
 
 

@@ -36,6 +36,7 @@ from routescope.analysis.phases.checkpoint import (
     checkpoint_of,
     config_instance,
     served_config,
+    served_through,
     sidecar_value,
 )
 from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, into_consumer
@@ -57,6 +58,7 @@ from routescope.analysis.phases.loader import (
 )
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
+from routescope.analysis.phases.ownconfig import own_config
 from routescope.analysis.phases.prefix import module_paths
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
 from routescope.analysis.phases.stops import Stop, explicit_stops, known_arguments
@@ -157,6 +159,14 @@ def trace_dispatch(
     )
     engine = Engine(index, facts, Budget())
     platform_objects(engine, rules)
+    if isinstance(spec.model_type.value, str):  # the class the release re-reads it through
+        with phase("the framework's own config class"):
+            served = own_config(engine, rules, served, spec.model_type.value, spec.config_file,
+                                spec.routing_config_path, notes,
+                                lambda name: served_through(spec, name))  # fmt: skip
+        facts.bindings["hf_config"] = served
+        inner = served.fields.get(spec.routing_config_path) if spec.routing_config_path else None
+        config = inner if isinstance(inner, Instance) else served
     env_declared = check_env_values(engine, rules, dep.env)
     forks: list[Decision] = []
     choosing: list[Decision] = []
