@@ -263,3 +263,21 @@ def test_dict_fromkeys_keeps_the_keys_in_order_once(tmp_path: Path) -> None:
             return torch.topk(x, 2)
     """
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_a_dict_answers_only_to_what_a_dict_has(tmp_path: Path) -> None:
+    """`getattr(a_dict, "text_config", None)` is None (a config's sub-configs read as a dict
+    from the file): a name a dict has no attribute for is absent, not a method of it."""
+    body = """
+        def route(x):
+            d = {"rope_type": "yarn"}
+            if (
+                getattr(d, "text_config", None) is None
+                and not hasattr(d, "rope_scaling")
+                and hasattr(d, "items")
+                and d.get("rope_type") == "yarn"
+            ):
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]

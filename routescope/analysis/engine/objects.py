@@ -104,6 +104,9 @@ class ObjectsMixin(EngineBase):
         if isinstance(obj, ModuleVal):
             return [(st, self.module_attr(obj, name, st))]
         if isinstance(obj, (ListVal, DictVal, SetVal)):
+            if not hasattr(_BUILTIN[type(obj)], name):  # (a dict read as a config object)
+                kind = _BUILTIN[type(obj)].__name__
+                return [(st, Unknown(f"{kind} has no attribute {name}", kind=UnknownKind.ABSENT))]
             return [(st, ContainerMethod(obj, name))]
         if isinstance(obj, CompiledModule):
             return [(st, CompiledFunction(obj, name))]
@@ -353,6 +356,10 @@ def _defining(receiver: Value, fn: FunctionVal) -> ClassVal | None:
         if any(isinstance(v, FunctionVal) and v.node is fn.node for v in c.attrs.values()):
             return c
     return None
+
+
+# the builtin type of each tracked container: the names its objects answer to
+_BUILTIN: dict[type, type] = {ListVal: list, DictVal: dict, SetVal: set}
 
 
 class SuperProxy(Instance):
