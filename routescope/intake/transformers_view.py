@@ -81,7 +81,7 @@ def _torch_hidden() -> Iterator[None]:
             del sys.modules["torch"]
 
 
-def _build(raw: dict[str, Any], routing_path: str, class_name: str | None) -> dict[str, Any]:
+def _build(raw: dict[str, Any], routing_path: str, class_name: str | None = None) -> dict[str, Any]:
     with _torch_hidden():
         return _build_view(raw, routing_path, class_name)
 
@@ -96,8 +96,9 @@ def _build_view(raw: dict[str, Any], routing_path: str, class_name: str | None) 
 
     model_type = raw.get("model_type")
     if class_name is not None:  # the class a framework registers for this model_type
-        cls = getattr(transformers, class_name, None)
-        if not isinstance(cls, type) or not hasattr(cls, "from_dict"):
+        cls: Any = getattr(transformers, class_name, None)
+        base = getattr(transformers, "PretrainedConfig", None)
+        if not isinstance(cls, type) or not isinstance(base, type) or not issubclass(cls, base):
             return {"error": f"transformers has no config class {class_name}"}
     elif not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
         return {"error": f"transformers has no config class for model_type {model_type!r}"}

@@ -104,3 +104,31 @@ def test_a_plain_class_own_contains_and_getitem(tmp_path: Path) -> None:
             return torch.topk(x, 2)
     """
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_a_transformers_config_class_called_with_known_values(tmp_path: Path) -> None:
+    """`DeepseekV3Config(**text_config)` in a framework's own config class: the object
+    transformers builds (the values handed in, the class's defaults for the rest), a config
+    like the checkpoint's; a value routescope cannot read leaves it unknown."""
+    body = """
+        from transformers import DeepseekV3Config
+
+        TEXT = {"n_routed_experts": 384, "n_group": 1}
+
+        def route(x, unknown_width):
+            made = DeepseekV3Config(**TEXT)
+            vague = DeepseekV3Config(hidden_size=unknown_width)
+            if (
+                made.n_routed_experts == 384
+                and made.n_group == 1
+                and made.first_k_dense_replace == 3
+                and getattr(made, "quantization_config", None) is None
+                and vague.n_group == 1
+            ):
+                return topk_fast(x)
+            return torch.topk(x, 2)
+    """
+    # `vague` is unknown (its hidden size is): its n_group is too, so both ways remain
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "torch"]
+    sure = body.replace("                and vague.n_group == 1\n", "")
+    assert _kinds(tmp_path / "sure", sure) == ["cuda_kernel"]

@@ -1,6 +1,7 @@
 """Every library model module, imported for what importing it registers."""
 
 from routescope.analysis.library import (
+    configs,
     copying,
     environ,
     files,
@@ -18,6 +19,7 @@ from routescope.analysis.library import (
 )
 
 __all__ = [
+    "configs",
     "copying",
     "environ",
     "files",
