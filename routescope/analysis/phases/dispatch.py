@@ -28,7 +28,6 @@ from routescope.analysis.index import Index
 from routescope.analysis.phases.block import (
     RouterState,
     after_loading,
-    build_block,
     merge_router_states,
     read_router_state,
 )
@@ -43,6 +42,7 @@ from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, 
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
 from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, pinned_versions
+from routescope.analysis.phases.layers import build_routing_layer, layer_values
 from routescope.analysis.phases.library import (
     LibraryModel,
     build_library_block,
@@ -59,7 +59,6 @@ from routescope.analysis.phases.loader import (
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.ownconfig import own_config
-from routescope.analysis.phases.prefix import module_paths
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
 from routescope.analysis.phases.stops import Stop, explicit_stops, known_arguments
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
@@ -215,18 +214,18 @@ def trace_dispatch(
     layer = (
         spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
     )
-    built_at, why = module_paths(engine, site, layer) if library is None else ((), "")
+    values: dict[str, Value] = {"config": config, "quant_config": quant_config}
+    if library is None:
+        values, built_at, why = layer_values(engine, site, values, layer)
+    else:
+        values = {**values, "layer_id": Const(layer, ("first MoE layer",)),
+                  "prefix": Const(f"model.layers.{layer}.mlp")}  # fmt: skip
+        built_at, why = (), ""
     if not built_at and library is None and quant not in (None, "bf16"):  # (what reads it)
         notes.append(
             f"the MoE block's module path, which the quantization config's per-module "
             f"settings are looked up by, is taken as model.layers.{layer}.mlp: {why}"
         )
-    values: dict[str, Value] = {
-        "config": config,
-        "quant_config": quant_config,
-        "layer_id": Const(layer, ("first MoE layer",)),
-        "prefix": Const(built_at[-1] if built_at else f"model.layers.{layer}.mlp"),
-    }
     for name, text in rules.data["models"].get("block_args", {}).items():
         module = site.block_class.module.name if site.block_class.module else ""
         got = engine.evaluate_in(PathState(envs=[{}]), module, text, {})
@@ -238,7 +237,16 @@ def trace_dispatch(
     hidden = _hidden_states(spec, config)
     if library is None:
         run_model_init(engine, rules, site, {**values, "config": served}, notes)
-        built = build_block(engine, site, values, router_cls, notes, built_at)
+        layers = spec.num_hidden_layers.value
+        built, layer = build_routing_layer(
+            engine,
+            site,
+            values,
+            router_cls,
+            notes,
+            layer,
+            layers if isinstance(layers, int) else None,
+        )
     else:
         gate = (Const(spec.num_experts.value), hidden.shape[-1] if hidden.shape else Const(None))
         built = build_library_block(

@@ -1,0 +1,85 @@
+"""Which layer's MoE block is built and traced: the first MoE layer whose block builds the
+framework's top-k router.
+
+The first MoE layer is the first after the dense ones (`first_k_dense_replace`). A model may
+route its first MoE layers otherwise (its first `num_hash_layers` take their experts from a
+hash of the token id, with no top-k); where the block built there has no router on any way,
+the next layers are built in turn, and a note says which layers route otherwise."""
+
+from __future__ import annotations
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import ClassVal, Const, Instance, Unknown, UnknownKind, Value
+from routescope.analysis.phases.block import build_block
+from routescope.analysis.phases.model import ModelSite
+from routescope.analysis.phases.notes import Notes
+from routescope.analysis.phases.prefix import module_paths
+
+Built = list[tuple[PathState, Value, Value]]
+NO_ROUTER = "the block built no router"
+_FURTHER = 8  # layers tried past the first MoE one
+
+
+def layer_values(
+    engine: Engine, site: ModelSite, values: dict[str, Value], layer: int
+) -> tuple[dict[str, Value], tuple[str, ...], str]:
+    """The values a block at `layer` is built from (its index, its module path as the model
+    builds it, else the made-up one), the module paths, and why they could not be read."""
+    built_at, why = module_paths(engine, site, layer)
+    return (
+        {
+            **values,
+            "layer_id": Const(layer, ("first MoE layer",)),
+            "prefix": Const(built_at[-1] if built_at else f"model.layers.{layer}.mlp"),
+        },
+        built_at,
+        why,
+    )
+
+
+def build_routing_layer(
+    engine: Engine,
+    site: ModelSite,
+    values: dict[str, Value],
+    router_cls: ClassVal,
+    notes: Notes,
+    layer: int,
+    layers: int | None,
+) -> tuple[Built, int]:
+    """The block built at `layer` (`values` made for it by layer_values); where no way through
+    it built a router (and none stopped short), at the next layers in turn (up to `layers`,
+    the model's count), and a note names those that route otherwise. The built block and the
+    layer it was built at."""
+    built_at = module_paths(engine, site, layer)[0]
+    built = build_block(engine, site, values, router_cls, notes, built_at)
+    if not _no_router(built):
+        return built, layer
+    last = min(layer + _FURTHER, layers - 1 if isinstance(layers, int) else layer + _FURTHER)
+    for at in range(layer + 1, last + 1):
+        more, paths, _ = layer_values(engine, site, values, at)
+        scratch = Notes()  # what the tries say of themselves is left out
+        got = build_block(engine, site, more, router_cls, scratch, paths)
+        if not _no_router(got):
+            notes.extend(scratch)
+            notes.append(
+                f"layers {layer}..{at - 1} build {site.block_class.qualname} without "
+                f"{router_cls.qualname} (they choose their experts otherwise: no top-k to "
+                f"route, and none for OEA to change there); layer {at} is the first MoE "
+                "layer that builds it, and the one traced"
+            )
+            return got, at
+    return built, layer
+
+
+def _no_router(built: Built) -> bool:
+    """Whether every way through building the block ended with no router (not for want of
+    steps)."""
+    return bool(built) and all(
+        not isinstance(r, Instance)
+        and isinstance(r, Unknown)
+        and r.kind is UnknownKind.UNSUPPORTED
+        and r.reason == NO_ROUTER
+        and not s.stopped
+        for s, _b, r in built
+    )

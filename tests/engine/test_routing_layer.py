@@ -1,0 +1,78 @@
+"""The layer whose MoE block is traced is the first MoE layer that builds the top-k router: a
+model that chooses the experts of its first layers otherwise (a hash of the token id, with no
+top-k) has its later layers' router traced, and a note names the layers that route otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.values import ClassVal, Const, Instance
+from routescope.analysis.phases.layers import build_routing_layer, layer_values
+from routescope.analysis.phases.model import find_block
+from routescope.analysis.phases.notes import Notes
+from routescope.analysis.phases.trace import resolve_entry
+from tests.engine.test_engine_synthetic import SINKS, make_tree
+
+MODEL = """
+    from fw.router import TopKRouter
+
+    class HashRouter:
+        def __init__(self, table):
+            self.table = table
+
+    class SparseMoeBlock:
+        def __init__(self, config, layer_id=0, prefix=""):
+            if layer_id < getattr(config, "num_hash_layers", 0):
+                self.gate = HashRouter(config.vocab)
+            else:
+                self.gate = TopKRouter(config.top_k)
+
+    class DecoderLayer:
+        def __init__(self, config, layer_id, prefix=""):
+            self.mlp = SparseMoeBlock(config, layer_id=layer_id, prefix=f"{prefix}.mlp")
+
+    class Model:
+        def __init__(self, config, prefix=""):
+            self.layers = [DecoderLayer(config, i, prefix=f"layers.{i}") for i in range(4)]
+
+    class ForCausalLM:
+        def __init__(self, config, prefix=""):
+            self.model = Model(config, prefix="model")
+"""
+
+ROUTER = """
+    class TopKRouter:
+        def __init__(self, top_k):
+            self.top_k = top_k
+"""
+
+
+def _build(tmp_path: Path, fields: dict[str, object], layers: int) -> tuple[int, Notes, bool]:
+    engine = Engine(make_tree(tmp_path, {"models.py": MODEL, "router.py": ROUTER}),
+                    Facts(sinks=SINKS))  # fmt: skip
+    model = resolve_entry(engine, "fw.models:ForCausalLM")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    site = find_block(engine, model, router)
+    config = Instance(None, {k: Const(v) for k, v in fields.items()}, "config")
+    values, _, _ = layer_values(engine, site, {"config": config, "quant_config": Const(None)}, 0)
+    notes = Notes()
+    built, layer = build_routing_layer(engine, site, values, router, notes, 0, layers)
+    return layer, notes, all(isinstance(r, Instance) for _s, _b, r in built)
+
+
+def test_layers_that_route_otherwise_are_passed_over_with_a_note(tmp_path: Path) -> None:
+    layer, notes, routed = _build(tmp_path, {"top_k": 2, "vocab": 8, "num_hash_layers": 3}, 4)
+    assert layer == 3 and routed
+    assert any("layers 0..2 build fw.models:SparseMoeBlock without fw.router:TopKRouter" in n
+               for n in notes)  # fmt: skip
+
+
+def test_the_first_moe_layer_when_it_routes_and_no_further_than_the_model(tmp_path: Path) -> None:
+    layer, notes, routed = _build(tmp_path, {"top_k": 2, "vocab": 8}, 4)
+    assert layer == 0 and routed and not notes
+    # every layer hashed: the first is kept, with its own answer (no router)
+    layer, notes, routed = _build(tmp_path, {"top_k": 2, "vocab": 8, "num_hash_layers": 9}, 4)
+    assert layer == 0 and not routed and not any("layers 0.." in n for n in notes)
