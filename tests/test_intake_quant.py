@@ -15,6 +15,7 @@ from tests.conftest import CONFIGS
 
 CHECKPOINTS = CONFIGS.parent / "checkpoints"
 DATA = Path(__file__).parent / "data" / "quant-configs.json"
+VERBATIM = Path(__file__).parent / "data" / "verbatim-configs.json"
 
 
 def _generator():  # type: ignore[no-untyped-def]
@@ -26,8 +27,28 @@ def _generator():  # type: ignore[no-untyped-def]
 
 
 def test_checkpoints_are_current() -> None:
-    for rel, text in _generator().render(json.loads(DATA.read_text())).items():
+    verbatim = json.loads(VERBATIM.read_text())["files"]
+    for rel, text in _generator().render(json.loads(DATA.read_text()), verbatim).items():
         assert (CHECKPOINTS / rel).read_text() == text, f"{rel} is stale: run generate.py"
+
+
+def test_a_whole_file_agrees_with_the_routing_keys_read_from_it() -> None:
+    """The whole copy of each checkpoint's config.json holds every routing key the data file
+    read from the same source, with the same value (nothing was edited on the way)."""
+    verbatim = json.loads(VERBATIM.read_text())["files"]
+    seen = 0
+    for model in json.loads(DATA.read_text())["models"]:
+        source = model["source"] if isinstance(model["source"], str) else model["source"][0]
+        whole = verbatim.get(source)
+        if whole is None:
+            continue
+        seen += 1
+        for key, value in model["config"].items():
+            if isinstance(value, dict):  # a wrapper's text_config: its keys, each the same
+                assert all(whole[key].get(k) == v for k, v in value.items()), (source, key)
+            else:
+                assert whole.get(key) == value, (source, key)
+    assert seen == len(verbatim)
 
 
 def test_a_directory_with_hf_quant_config_is_nvfp4_with_its_exclusions() -> None:
