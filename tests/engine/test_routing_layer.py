@@ -76,3 +76,43 @@ def test_the_first_moe_layer_when_it_routes_and_no_further_than_the_model(tmp_pa
     # every layer hashed: the first is kept, with its own answer (no router)
     layer, notes, routed = _build(tmp_path, {"top_k": 2, "vocab": 8, "num_hash_layers": 9}, 4)
     assert layer == 0 and not routed and not any("layers 0.." in n for n in notes)
+
+
+TABLE = """
+    from fw.router import TopKRouter
+
+    class MoeBlock:
+        def __init__(self, config):
+            self.gate = TopKRouter(config.top_k)
+
+    class AttentionLayer:
+        def __init__(self, config, layer_id):
+            self.mlp = MoeBlock(config)
+
+    class LinearLayer:
+        def __init__(self, config, layer_id):
+            self.mlp = MoeBlock(config)
+
+    LAYER_TYPES = {"attention": AttentionLayer, "linear_attention": LinearLayer}
+
+    class Model:
+        def __init__(self, config):
+            def get_layer(idx):
+                layer_class = LAYER_TYPES[config.layer_types[idx]]
+                return layer_class(config, layer_id=idx)
+
+            self.layers = [get_layer(i) for i in range(config.n)]
+"""
+
+
+def test_a_layer_class_picked_from_a_module_table_is_followed(tmp_path: Path) -> None:
+    """The decoder layer's class is looked up in a module-level table by a runtime key: the
+    classes the table holds are the ones the constructor may build."""
+    engine = Engine(make_tree(tmp_path, {"models.py": TABLE, "router.py": ROUTER}),
+                    Facts(sinks=SINKS))  # fmt: skip
+    model = resolve_entry(engine, "fw.models:Model")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    site = find_block(engine, model, router)
+    assert site.block_class.qualname == "fw.models:MoeBlock"
+    assert site.chain[1] in ("fw.models:AttentionLayer", "fw.models:LinearLayer")

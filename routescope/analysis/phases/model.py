@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from routescope.analysis.engine.base import Ctx
-from routescope.analysis.engine.containers import ListVal, TupleVal
+from routescope.analysis.engine.containers import DictVal, ListVal, TupleVal
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -149,9 +149,25 @@ def _constructed(engine: Engine, cls: ClassVal, called_only: bool = False) -> li
             if id(sub) in tested:  # `isinstance(layer.mlp, C)`: C is tested for, not built
                 continue
             for v in _static_values(engine, module, st, sub):
-                if isinstance(v, ClassVal) and v.node is not None and v not in out and v is not cls:
-                    out.append(v)
+                # (the broad pass: a module-level table of classes the constructor picks from
+                # by a runtime key, `LAYER_TYPES[config.layer_types[i]](...)`, names them all)
+                named = [v] if called_only else [v, *_table_classes(v)]
+                for c in named:
+                    if (
+                        isinstance(c, ClassVal)
+                        and c.node is not None
+                        and c not in out
+                        and c is not cls
+                    ):
+                        out.append(c)
     return out
+
+
+def _table_classes(v: Value) -> list[ClassVal]:
+    """The classes a module-level dict, list or tuple holds (as built at import)."""
+    if isinstance(v, DictVal):
+        return [c for _k, c in v.base.items.values() if isinstance(c, ClassVal)]
+    return [] if isinstance(v, ClassVal) else _classes_in(v)
 
 
 def _type_tests(node: ast.AST) -> set[int]:
