@@ -10,7 +10,7 @@ from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Facts
 from routescope.analysis.engine.values import ClassVal, Const, Instance
 from routescope.analysis.phases.layers import build_routing_layer, layer_values
-from routescope.analysis.phases.model import find_block
+from routescope.analysis.phases.model import ModelSite, find_block
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.trace import resolve_entry
 from tests.engine.test_engine_synthetic import SINKS, make_tree
@@ -49,17 +49,23 @@ ROUTER = """
 """
 
 
-def _build(tmp_path: Path, fields: dict[str, object], layers: int) -> tuple[int, Notes, bool]:
-    engine = Engine(make_tree(tmp_path, {"models.py": MODEL, "router.py": ROUTER}),
+def _site(tmp_path: Path, models: str, entry: str) -> tuple[Engine, ModelSite, ClassVal]:
+    """The synthetic framework's engine, the site of `entry`'s MoE block, and the router."""
+    engine = Engine(make_tree(tmp_path, {"models.py": models, "router.py": ROUTER}),
                     Facts(sinks=SINKS))  # fmt: skip
-    model = resolve_entry(engine, "fw.models:ForCausalLM")
+    model = resolve_entry(engine, entry)
     router = resolve_entry(engine, "fw.router:TopKRouter")
     assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
-    site = find_block(engine, model, router)
+    return engine, find_block(engine, model, router), router
+
+
+def _build(tmp_path: Path, fields: dict[str, object], layers: int) -> tuple[int, Notes, bool]:
+    engine, site, router = _site(tmp_path, MODEL, "fw.models:ForCausalLM")
     config = Instance(None, {k: Const(v) for k, v in fields.items()}, "config")
-    values, _, _ = layer_values(engine, site, {"config": config, "quant_config": Const(None)}, 0)
+    base = {"config": config, "quant_config": Const(None)}
+    values, paths, _ = layer_values(engine, site, base, 0)
     notes = Notes()
-    built, layer = build_routing_layer(engine, site, values, router, notes, 0, layers)
+    built, layer = build_routing_layer(engine, site, values, paths, router, notes, 0, layers)
     return layer, notes, all(isinstance(r, Instance) for _s, _b, r in built)
 
 
@@ -108,11 +114,6 @@ TABLE = """
 def test_a_layer_class_picked_from_a_module_table_is_followed(tmp_path: Path) -> None:
     """The decoder layer's class is looked up in a module-level table by a runtime key: the
     classes the table holds are the ones the constructor may build."""
-    engine = Engine(make_tree(tmp_path, {"models.py": TABLE, "router.py": ROUTER}),
-                    Facts(sinks=SINKS))  # fmt: skip
-    model = resolve_entry(engine, "fw.models:Model")
-    router = resolve_entry(engine, "fw.router:TopKRouter")
-    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
-    site = find_block(engine, model, router)
+    _engine, site, _router = _site(tmp_path, TABLE, "fw.models:Model")
     assert site.block_class.qualname == "fw.models:MoeBlock"
     assert site.chain[1] in ("fw.models:AttentionLayer", "fw.models:LinearLayer")

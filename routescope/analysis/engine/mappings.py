@@ -94,7 +94,8 @@ class MappingsMixin(EngineBase):
         return found if isinstance(found, FunctionVal) else None
 
     def item_of(self, st: PathState, obj: Instance, idx: Value, node: ast.AST | None) -> Paths:
-        """`obj[idx]`: the class's own `__getitem__`, else the dict it holds; None-free."""
+        """`obj[idx]`: the class's own `__getitem__`, else the dict it holds, else the
+        subscript of any other object."""
         method = self.own_dunder(st, obj, "__getitem__")
         if method is not None:
             return self.call(st, method.bind(obj), [idx], {}, node)

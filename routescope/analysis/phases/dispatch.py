@@ -214,13 +214,9 @@ def trace_dispatch(
     layer = (
         spec.first_k_dense_replace.value if isinstance(spec.first_k_dense_replace.value, int) else 0
     )
-    values: dict[str, Value] = {"config": config, "quant_config": quant_config}
-    if library is None:
-        values, built_at, why = layer_values(engine, site, values, layer)
-    else:
-        values = {**values, "layer_id": Const(layer, ("first MoE layer",)),
-                  "prefix": Const(f"model.layers.{layer}.mlp")}  # fmt: skip
-        built_at, why = (), ""
+    values, built_at, why = layer_values(
+        engine, site, {"config": config, "quant_config": quant_config}, layer, library is None
+    )
     if not built_at and library is None and quant not in (None, "bf16"):  # (what reads it)
         notes.append(
             f"the MoE block's module path, which the quantization config's per-module "
@@ -242,6 +238,7 @@ def trace_dispatch(
             engine,
             site,
             values,
+            built_at,
             router_cls,
             notes,
             layer,

@@ -22,15 +22,21 @@ _FURTHER = 8  # layers tried past the first MoE one
 
 
 def layer_values(
-    engine: Engine, site: ModelSite, values: dict[str, Value], layer: int
+    engine: Engine,
+    site: ModelSite,
+    values: dict[str, Value],
+    layer: int,
+    read_paths: bool = True,
+    origin: str = "first MoE layer",
 ) -> tuple[dict[str, Value], tuple[str, ...], str]:
     """The values a block at `layer` is built from (its index, its module path as the model
-    builds it, else the made-up one), the module paths, and why they could not be read."""
-    built_at, why = module_paths(engine, site, layer)
+    builds it, else the made-up one; `read_paths` False: the made-up one), the module paths,
+    and why they could not be read."""
+    built_at, why = module_paths(engine, site, layer) if read_paths else ((), "")
     return (
         {
             **values,
-            "layer_id": Const(layer, ("first MoE layer",)),
+            "layer_id": Const(layer, (origin,)),
             "prefix": Const(built_at[-1] if built_at else f"model.layers.{layer}.mlp"),
         },
         built_at,
@@ -42,22 +48,23 @@ def build_routing_layer(
     engine: Engine,
     site: ModelSite,
     values: dict[str, Value],
+    built_at: tuple[str, ...],
     router_cls: ClassVal,
     notes: Notes,
     layer: int,
     layers: int | None,
 ) -> tuple[Built, int]:
-    """The block built at `layer` (`values` made for it by layer_values); where no way through
-    it built a router (and none stopped short), at the next layers in turn (up to `layers`,
-    the model's count), and a note names those that route otherwise. The built block and the
-    layer it was built at."""
-    built_at = module_paths(engine, site, layer)[0]
+    """The block built at `layer` (`values` and `built_at` made for it by layer_values); where
+    no way through it built a router (and none stopped short), at the next layers in turn (up
+    to `layers`, the model's count), and a note names those that route otherwise. The built
+    block and the layer it was built at."""
     built = build_block(engine, site, values, router_cls, notes, built_at)
     if not _no_router(built):
         return built, layer
-    last = min(layer + _FURTHER, layers - 1 if isinstance(layers, int) else layer + _FURTHER)
+    last = layer + _FURTHER if layers is None else min(layer + _FURTHER, layers - 1)
     for at in range(layer + 1, last + 1):
-        more, paths, _ = layer_values(engine, site, values, at)
+        origin = "the first MoE layer whose block builds the router"
+        more, paths, _ = layer_values(engine, site, values, at, origin=origin)
         scratch = Notes()  # what the tries say of themselves is left out
         got = build_block(engine, site, more, router_cls, scratch, paths)
         if not _no_router(got):

@@ -113,10 +113,13 @@ def own_config(
         if isinstance(found, External)
         else model_type
     )
-    stay = (
-        f"{model_type} checkpoints are read through the release's own config class {name}, "
-        "{why}: the config's fields are transformers' view of the file"
-    )
+
+    def stay(why: str) -> str:
+        return (
+            f"{model_type} checkpoints are read through the release's own config class "
+            f"{name}, {why}: the config's fields are transformers' view of the file"
+        )
+
     if found is UNDECIDED:
         notes.append(
             f"whether the release reads {model_type} checkpoints through a config class of "
@@ -127,11 +130,11 @@ def own_config(
     upstream = _upstream(found)
     if upstream is not None:
         if isinstance(found, ClassVal) and _runs_own_code(found):
-            notes.append(stay.format(why="whose constructor runs on transformers' own"))
+            notes.append(stay("whose constructor runs on transformers' own"))
             return served
         base = through(upstream) if through is not None else None
         if isinstance(base, str):
-            notes.append(stay.format(why=f"which transformers cannot build here ({base})"))
+            notes.append(stay(f"which transformers cannot build here ({base})"))
             return served
         made = base or served
         if isinstance(found, ClassVal):
@@ -139,9 +142,7 @@ def own_config(
     elif isinstance(found, ClassVal) and _BASES & set(found.external_bases()):
         built = _construct(engine, found, config_file)
         if built is None:
-            notes.append(
-                stay.format(why="whose constructor routescope could not follow to one end")
-            )
+            notes.append(stay("whose constructor routescope could not follow to one end"))
             return served
         made = _overlay(built[0], served, built[1], _DEPTH)
     else:
