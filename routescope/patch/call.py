@@ -55,10 +55,12 @@ def plan_from(verdict: dict[str, Any], scoring: str, policy: str) -> CallPlan:
     )
 
 
-def names_in_scope(source: str, line: int) -> set[str]:
-    """Parameters and names bound before `line` in the innermost function covering it."""
+def names_in_scope(source: str | ast.AST, line: int) -> set[str]:
+    """Parameters and names bound before `line` in the innermost function covering it, in a
+    file's text or a tree already parsed (a function's: its own defs are searched, not the
+    whole file's, which a report would parse again for this alone)."""
     best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
             node.lineno <= line <= (node.end_lineno or node.lineno)
         ):

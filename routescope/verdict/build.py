@@ -129,7 +129,7 @@ def assess(
     out["insertion_point"] = _point_dict(point, path, fw)
     out["constraints"] = _constraints(doc, path, index, rules, fw, point)
     pad = fw["calls"]["pad_param"] if _takes(point, fw["calls"]["pad_param"]) else None
-    scope = names_in_scope("\n".join(point.source.module.lines), point.stmt.lineno)
+    scope = _scope(point, point.stmt.lineno)
     logits = next(
         (n for n in fw["tensors"]["logits"] if _takes(point, n) or n in scope),
         fw["tensors"]["logits"][0],
@@ -147,6 +147,15 @@ def assess(
     return out
 
 
+def _scope(point: Point, line: int) -> set[str]:
+    """The names in scope at `line`: searched in the point's function, which the trace has
+    parsed already; the whole file only for a line outside it."""
+    first, last = point.source.span
+    if first <= line <= last:
+        return names_in_scope(point.source.node, line)
+    return names_in_scope("\n".join(point.source.module.lines), line)
+
+
 def _takes(point: Point, name: str) -> bool:
     args = point.source.node.args
     return any(a.arg == name for a in (*args.args, *args.kwonlyargs))
@@ -159,7 +168,7 @@ def _sketch_names(
     router call's argument, a name in scope, the router's attribute through the object the
     call is made on, the value the rules declare for a router without one."""
     given, on = router_call(where["before"]["text"], where["router_call"]["through"])
-    scope = names_in_scope("\n".join(point.source.module.lines), where["before"]["line"])
+    scope = _scope(point, where["before"]["line"])
     disp = doc["dispatch"]  # the router's own names (OEA's are added for the constraints)
     router = disp.get("router_as_built") or disp.get("router") or {}
     flag = (fw.get("patch") or {}).get("flag") or {}
