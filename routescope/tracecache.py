@@ -130,7 +130,13 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         from routescope.blockers import report_blockers
         from routescope.report import build_report
         from routescope.verdict.rules import load_oea_rules
-        from routescope.wayout import find_way_out, past_a_stop, switch_by_tracing, try_changes
+        from routescope.wayout import (
+            checkpoint_scheme,
+            find_way_out,
+            past_a_stop,
+            switch_by_tracing,
+            try_changes,
+        )
 
         idx = index()
         with phase("source: fetch the routing code"):
@@ -159,6 +165,9 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             args = dict(dispatch.arguments)
             chooses = tuple(sa.get("chooses", ()))
             changes = [c for s in dispatch.stops for c in past_a_stop(s.guards, args, chooses)]
+            if dep.quant is None and spec.quant is not None:
+                changes += checkpoint_scheme(spec.quant.method, spec.quant.scheme,
+                                             sa.get("quant_aliases", {}), quant_field)  # fmt: skip
             way = try_changes(list(dict.fromkeys(changes)), quant_field, dep,
                               lambda d: report_of(d)[0])  # fmt: skip
             for b in stops:

@@ -32,7 +32,14 @@ from routescope.render.markdown import render
 from routescope.render.schema import validate_report
 from routescope.render.text_summary import brief, summary
 from routescope.source.tree import parse_metadata
-from routescope.wayout import candidates, compared, find_way_out, switch_by_tracing
+from routescope.wayout import (
+    candidates,
+    checkpoint_scheme,
+    compared,
+    find_way_out,
+    switch_by_tracing,
+    try_changes,
+)
 from tests.conftest import CONFIGS
 
 METAINFO = """
@@ -246,6 +253,28 @@ def test_way_out_is_the_first_candidate_traced_clean() -> None:
 
     none = find_way_out(guards, fields, "quantization", current, dep, rejects)
     assert none["flags"] == [] and len(none["tried"]) == 2
+
+
+def test_a_stop_where_the_checkpoint_chose_the_quantization_tries_its_scheme_named() -> None:
+    """ModelOpt's generic `modelopt` read as FP8 raises for an NVFP4 checkpoint: naming the
+    scheme (through the rules' alias) is a change worth tracing; a scheme that is already the
+    checkpoint's own method, bf16, or a framework without a quantization argument is none."""
+    aliases = {"nvfp4": "modelopt_fp4"}
+    assert checkpoint_scheme("modelopt", "nvfp4", aliases, "quantization") == [
+        ("quantization", "modelopt_fp4")]  # fmt: skip
+    assert checkpoint_scheme("modelopt", "fp8", aliases, "quantization") == [
+        ("quantization", "fp8")]  # fmt: skip
+    assert checkpoint_scheme("fp8", "fp8", aliases, "quantization") == []
+    assert checkpoint_scheme(None, "bf16", aliases, "quantization") == []
+    assert checkpoint_scheme("modelopt", "nvfp4", aliases, "") == []
+    # traced again like any other change: a value the release does not accept is refused
+    dep = Deployment(resolve_gpu("sm120"), tp=8)
+
+    def refuses(d: Deployment) -> dict[str, Any]:
+        raise RoutescopeError(f"--quant {d.quant}", "this release accepts bf16, fp8")
+
+    way = try_changes([("quantization", "modelopt_fp4")], "quantization", dep, refuses)
+    assert way == {"flags": [], "tried": ["--quant modelopt_fp4: this release accepts bf16, fp8"]}
 
 
 def _blocked_doc() -> dict[str, Any]:
