@@ -21,7 +21,7 @@ from routescope.analysis.engine.containers import (
     TupleVal,
     same_const,
 )
-from routescope.analysis.engine.intervals import joined_bounds
+from routescope.analysis.engine.intervals import joined_bounds, same_bounds
 from routescope.analysis.engine.joinscope import joined_memo, joining
 from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.shapes import (
@@ -271,6 +271,7 @@ class JoinMixin(EngineBase):
         left shared objects alike: the forks inside it did not change what routes, so one path
         (its return values joined) stands for all. Paths that reached different kernels are
         kept apart: they are the answer."""
+        outs = one_of_alike(outs)
         returning = [o for o in outs if o[1] == "return" and not o[0].stopped]
         if len(returning) <= min(threshold, self.budget.merge_limit([o[0] for o in returning])):
             return outs
@@ -297,6 +298,49 @@ class JoinMixin(EngineBase):
                 state.assumptions.append(f"{len(members)} paths through {where} joined")
             merged.append((state, "return", value))
         return merged + rest
+
+
+def one_of_alike(outs: list[Outcome]) -> list[Outcome]:
+    """Ways through a call that return one value and leave one state (a fork whose branches
+    only logged: `if torch.distributed.is_initialized() and rank == 0: logger.info(...)`) are
+    one way: whatever follows the call runs alike on each, so the first stands for them (with
+    what the others assumed). Without this, a config built after such a call is a different
+    object on each way, and what reads it forks on a condition that decides nothing."""
+    if len(outs) < 2:
+        return outs
+    kept: list[Outcome] = []
+    for o in outs:
+        twin = next((k for k in kept if _alike(k, o)), None) if o[1] == "return" else None
+        if twin is None:
+            kept.append(o)
+            continue
+        mine = twin[0].assumptions
+        mine.extend(a for a in o[0].assumptions if a not in mine)
+    return kept
+
+
+def _alike(a: Outcome, b: Outcome) -> bool:
+    """Do two returning ways hold the same value and the same state, their records aside?"""
+    x, y = a[0], b[0]
+    return (
+        a[1] == b[1] == "return"
+        and not x.stopped
+        and not y.stopped
+        and x.raising is None
+        and y.raising is None
+        and x.yielded is None
+        and y.yielded is None
+        and agree(a[2], b[2])
+        and record_key(x) == record_key(y)
+        and x.routed == y.routed
+        and x.frames == y.frames
+        and x.envs == y.envs
+        and x.heap == y.heap
+        and x.heap_objs.keys() == y.heap_objs.keys()
+        and x.memo.keys() == y.memo.keys()
+        and all(agree(x.memo[k][0], y.memo[k][0]) for k in x.memo)
+        and same_bounds(x.bounds, y.bounds)
+    )
 
 
 def commit_agreed(states: list[PathState], skip: Value | None) -> None:
