@@ -95,11 +95,11 @@ def _blockers(blockers: list[dict[str, Any]]) -> list[str]:
                        f"{code(sink.get('name', '?'))} ({sink_label(sink) if sink else '?'})"
                        + (f", {reached}" if reached else "") + ", with no blocker"
                        + caveat)  # fmt: skip
-        elif b["kind"] == "raises":
-            out.append("- **Way out:** not searched (the values tried are the kernel-choosing "
-                       "arguments'; a step that raises is not their choice)")  # fmt: skip
+        elif b.get("way_out") is None:
+            out.append("- **Way out:** not searched")
         else:
-            out.append("- **Way out:** none found")
+            out.append("- **Way out:** none found" + (": each change tried is below" if
+                                                      way.get("tried") else ""))  # fmt: skip
         for t in way.get("tried", ()):
             out.append(f"  - tried {cell(t)}")
         out.append("")

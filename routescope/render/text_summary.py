@@ -131,8 +131,8 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
                         style="bold green"))  # fmt: skip
     elif blockers:
         tried = way.get("tried", ())
-        said = (f"{len(tried)} flag change(s) the release's guards name, each blocked or "
-                "undecided (--format markdown lists them)") if tried else (
+        said = (f"{len(tried)} change(s) tried, none selected without a blocker "
+                "(--format markdown lists them)") if tried else (
                 "no value the release's guards compare against")  # fmt: skip
         out.append(Text(_cut(f"  no way out found: {said}", 2 * width), style="yellow"))
     return out
