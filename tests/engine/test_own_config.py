@@ -13,6 +13,7 @@ from pathlib import Path
 from routescope.analysis.engine.containers import DictVal
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import Const, Instance, Value
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.ownconfig import Through, own_config
@@ -33,6 +34,13 @@ CONFIGS = """
             self.num_experts = num_experts
             self.norm_topk_prob = norm_topk_prob
             self.rope = rope or {"type": "default"}
+
+        def config_for_layer(self, layer_idx):
+            return self
+
+        @property
+        def most_experts(self):
+            return self.num_experts
 
     class WrapConfig(PretrainedConfig):
         model_type = "wrap"
@@ -169,3 +177,23 @@ def test_what_the_class_cannot_tell_leaves_the_view_as_read(tmp_path: Path) -> N
     maybe = _view({"model_type": "maybe"})
     got, notes = _run(tmp_path, maybe, "maybe", {"model_type": "maybe"})
     assert got is maybe and "cannot be told" in notes[0]
+
+
+def test_the_config_has_the_framework_class_methods_and_properties(tmp_path: Path) -> None:
+    """The model code calls the config's own methods (SGLang's NemotronHConfig:
+    `config.get_nemotron_h_config_for_layer(layer_idx)`): they are the class's, run on the
+    config as read; before, the config had no such attribute and the MoE layer forked."""
+    engine = Engine(make_tree(tmp_path, {"configs.py": CONFIGS}), Facts(sinks=SINKS))
+    served = _view({"model_type": "next", "num_experts": 96})
+    got = own_config(engine, RULES, served, "next", {"model_type": "next", "num_experts": 96},
+                     "", [])  # fmt: skip
+    text = "(cfg.config_for_layer(3).most_experts, hasattr(cfg, 'not_a_method'))"
+    ((_, value),) = engine.evaluate_in(PathState(envs=[{}]), "fw.configs", text, {"cfg": got})
+    assert _value(value) == (96, False)
+    # a wrapper's text config built by its class's code has its class's methods too
+    wrap = _view({"model_type": "wrap", "text_config": _view({"num_experts": 8})})
+    file = {"model_type": "wrap", "text_config": {"num_experts": 8}}
+    outer = own_config(engine, RULES, wrap, "wrap", file, "text_config", [])
+    text = "cfg.text_config.config_for_layer(0).most_experts"
+    ((_, inner),) = engine.evaluate_in(PathState(envs=[{}]), "fw.configs", text, {"cfg": outer})
+    assert _value(inner) == 8

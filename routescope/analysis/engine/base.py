@@ -98,6 +98,9 @@ class EngineBase:
     _unbuilt: set[int]
     tensor_data: dict[int, Value]
     dict_data: dict[int, Any]  # an instance of a dict subclass -> the DictVal it holds
+    # the checkpoint's config as the framework's own class builds it -> (it, that class): its
+    # methods and properties are the class's (phases/ownconfig.py)
+    config_classes: dict[int, tuple[Instance, ClassVal]]
     _texts: dict[int, tuple[ast.AST, str]]
     _decided: dict[tuple[Any, ...], tuple[ast.expr, Decision]]
     _closure_env: dict[str, Value] | None

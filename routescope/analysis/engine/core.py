@@ -36,6 +36,7 @@ from routescope.analysis.engine.sysmodules import ModuleTable
 from routescope.analysis.engine.values import (
     ClassVal,
     FunctionVal,
+    Instance,
     ModuleVal,
     Value,
 )
@@ -99,6 +100,7 @@ class Engine(
         # was made from (its `data`), by id, with the objects kept alive
         self.tensor_data: dict[int, Value] = {}
         self.dict_data: dict[int, DictVal] = {}
+        self.config_classes: dict[int, tuple[Instance, ClassVal]] = {}
         self.entering: list[int] = []
         # torch's default dtype while the model is built (the loader's set_default_torch_dtype)
         self.default_dtype: str | None = None

@@ -183,6 +183,11 @@ class ObjectsMixin(EngineBase):
                             ),
                         )
                     ]
+            mine = self.config_classes.get(id(obj)) if obj.label == "config" else None
+            if mine is not None and mine[0] is obj:  # a method or property of the framework's
+                method = self.class_lookup(st, mine[1], name)  # own config class
+                if isinstance(method, FunctionVal):
+                    return self._method(st, method, obj, mine[1])
             if obj.label == "config" and obj.cls is None and name in ConfigMethod.NAMES:
                 return [(st, ConfigMethod(obj, name))]  # PretrainedConfig's own methods
             label = obj.label or (obj.cls.qualname if obj.cls else "object")

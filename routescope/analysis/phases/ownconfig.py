@@ -139,12 +139,13 @@ def own_config(
         made = base or served
         if isinstance(found, ClassVal):
             made = Instance(None, _class_attributes(dict(made.fields), found.mro(), ()), "config")
+            engine.config_classes[id(made)] = (made, found)
     elif isinstance(found, ClassVal) and _BASES & set(found.external_bases()):
         built = _construct(engine, found, config_file)
         if built is None:
             notes.append(stay("whose constructor routescope could not follow to one end"))
             return served
-        made = _overlay(built[0], served, built[1], _DEPTH)
+        made = _overlay(built[0], served, built[1], _DEPTH, engine.config_classes)
     else:
         return served
     changed = _changed(_at(served, level), _at(made, level))
@@ -217,9 +218,16 @@ def _changed(before: Instance, after: Instance) -> list[str]:
     return out
 
 
-def _overlay(st: PathState, view: Instance, built: Instance, depth: int) -> Instance:
+def _overlay(
+    st: PathState,
+    view: Instance,
+    built: Instance,
+    depth: int,
+    classes: dict[int, tuple[Instance, ClassVal]],
+) -> Instance:
     """routescope's view with what the framework's class set (its instance's attributes,
-    then its own class attributes where neither the instance nor the file sets the name)."""
+    then its own class attributes where neither the instance nor the file sets the name);
+    its methods and properties are the class's (`classes`, the engine's table)."""
     fields = dict(view.fields)
     own = st.fields(built)
     for key, value in own.items():
@@ -227,12 +235,15 @@ def _overlay(st: PathState, view: Instance, built: Instance, depth: int) -> Inst
         if isinstance(value, Instance) and made_by is not None and depth > 0:
             under = fields.get(key)
             if isinstance(under, Instance) and under.cls is None and under.label == "config":
-                value = _overlay(st, under, value, depth - 1)
+                value = _overlay(st, under, value, depth - 1, classes)
             elif _BASES & set(made_by.external_bases()):
-                value = _overlay(st, Instance(None, {}, "config"), value, depth - 1)
+                value = _overlay(st, Instance(None, {}, "config"), value, depth - 1, classes)
         fields[key] = value
     mro = built.cls.mro() if built.cls is not None else []
-    return Instance(None, _class_attributes(fields, mro, own), "config")
+    made = Instance(None, _class_attributes(fields, mro, own), "config")
+    if built.cls is not None:
+        classes[id(made)] = (made, built.cls)
+    return made
 
 
 def _class_attributes(
