@@ -257,14 +257,15 @@ def test_way_out_is_the_first_candidate_traced_clean() -> None:
 
 def test_a_stop_where_the_checkpoint_chose_the_quantization_tries_its_scheme_named() -> None:
     """ModelOpt's generic `modelopt` read as FP8 raises for an NVFP4 checkpoint: naming the
-    scheme (through the rules' alias) is a change worth tracing; a scheme that is already the
-    checkpoint's own method, bf16, or a framework without a quantization argument is none."""
+    scheme (through the rules' alias) is a change worth tracing; a scheme the rules name no
+    method for, one that is the checkpoint's own method, bf16, or a framework without a
+    quantization argument is none."""
     aliases = {"nvfp4": "modelopt_fp4"}
     assert checkpoint_scheme("modelopt", "nvfp4", aliases, "quantization") == [
         ("quantization", "modelopt_fp4")]  # fmt: skip
-    assert checkpoint_scheme("modelopt", "fp8", aliases, "quantization") == [
-        ("quantization", "fp8")]  # fmt: skip
-    assert checkpoint_scheme("fp8", "fp8", aliases, "quantization") == []
+    # a scheme the rules name no method for (its label, `mixed_precision`) is not tried
+    assert checkpoint_scheme("modelopt", "mixed_precision", aliases, "quantization") == []
+    assert checkpoint_scheme("modelopt_fp4", "nvfp4", aliases, "quantization") == []
     assert checkpoint_scheme(None, "bf16", aliases, "quantization") == []
     assert checkpoint_scheme("modelopt", "nvfp4", aliases, "") == []
     # traced again like any other change: a value the release does not accept is refused
@@ -557,6 +558,62 @@ def quant_name(quant_config, fused):
                          "attribute get_name")  # fmt: skip
     assert q["statement"] == 'return quant_config.get_name() == "w4afp8"'
     assert "raises AttributeError in `return quant_config.get_name()" in q["why"]
+
+
+def test_a_staged_block_that_reaches_a_raise_statement_on_every_way_stops(
+    tmp_path: Path,
+) -> None:
+    """A block routescope builds on its own (outside its model) stops the deployment where
+    every way reaches a `raise` statement of the framework's after a test decided on the
+    deployment's facts (SGLang 0.5.23's NVFP4 MoE method refuses Hopper with a runner backend
+    other than Marlin: DeepSeek-V4-Flash NVFP4 on SM90). A test that read a bare default
+    (SGLang's layer stack, which make_layers opens around the layers it builds: Mixtral's
+    decoder layer built on its own raised there), or an operation Python raises on, stays a
+    note, as before."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+_stack = None
+
+class Method:
+    def __init__(self, blackwell, backend):
+        if not blackwell and backend != "marlin":
+            raise ValueError("Current platform does not support NVFP4")
+
+class Block:
+    def __init__(self, parent):
+        self.width = parent.hidden
+
+class Layer:
+    def __init__(self):
+        if _stack is None:
+            raise RuntimeError("needs an open layer stack: build it inside make_layers")
+"""
+    engine = Engine(make_tree(tmp_path, {"block.py": src}), Facts())
+    gpu, backend = Const(False, ("GPU profile sm90: capability",)), Const("auto", ("--set",))
+    for what, entry, args, stops in (
+        ("building Method", "fw.block:Method", [gpu, backend], True),
+        ("building Method (marlin)", "fw.block:Method", [gpu, Const("marlin", ("--set",))], False),
+        ("building Method (a bare value)", "fw.block:Method", [Const(False), backend], False),
+        ("building Block", "fw.block:Block", [Const(None)], False),
+        ("building Layer", "fw.block:Layer", [], False),  # (what make_layers would set up)
+    ):
+        cls = resolve_entry(engine, entry)
+        run_phase(engine, 10_000, what,
+                  lambda c=cls, a=args: engine.call(PathState(envs=[{}]), c, a, {}, None),
+                  record_inputs=True, as_served=False, raise_stops=True)  # fmt: skip
+        assert any(w == what for w, _ in engine.stops) is stops, what
+    (stop,) = explicit_stops(engine)
+    assert (stop.step, stop.exception, stop.line) == ("building Method", "ValueError", 7)
+    assert stop.guard is not None and stop.guard.text.startswith("not blackwell")
+    staged = [n.partition(" on its own")[0] for n in engine.staged]
+    assert staged == ["building Method (a bare value)", "building Block", "building Layer"]
 
 
 def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:

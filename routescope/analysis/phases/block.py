@@ -213,6 +213,7 @@ def build_block(
         lambda: engine.call(PathState(envs=[{}]), cls, [], kwargs, None),
         record_inputs=True,
         as_served=False,  # built alone: the model's own build may open a context around it
+        raise_stops=True,  # (a `raise` statement on every way stops it all the same)
     )
     return [
         (

@@ -24,6 +24,7 @@ from routescope.analysis.phases.declared import Declared, declared_choices
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.notes import Notes
+from routescope.analysis.phases.stops import raised_by_statement
 from routescope.analysis.phases.trace import resolve_entry
 from routescope.errors import RoutescopeError
 from routescope.timing import phase
@@ -297,11 +298,11 @@ def run_phase(
     record_inputs: bool = False,
     merge_at: int = 24,
     as_served: bool = True,
+    raise_stops: bool = False,
 ) -> list[tuple[PathState, Value]]:
-    """Run one set-up step under its own budget (and as one timed phase). When every way raises,
-    the step did not finish if it runs `as_served`, as the server runs it; one routescope stages
-    on its own (a block built outside its model) says only that the staging lacks what the model
-    sets up. Either way it runs again past what raises, to show what follows."""
+    """One set-up step under its own budget (one timed phase). Every way raising: it did not
+    finish if `as_served`, or at the framework's `raise` statements (`raise_stops`); else a step
+    routescope stages lacks what the model sets up. Then it runs again past what raises."""
     engine.budget.push(steps, f"{what} exceeded its budget of {steps:,} evaluation steps")
     engine.record_inputs = record_inputs
     engine.budget.merge_at = merge_at
@@ -310,14 +311,13 @@ def run_phase(
             result: list[tuple[PathState, Value]] = run()
         if result and all(s.raising is not None for s, _ in result):
             engine.raises.extend((what, s) for s, _ in result)
-            if as_served:
-                engine.fatal.append(f"{what} did not finish: {raised_text(result[0][0])}")
+            said = raised_text(result[0][0])
+            if as_served or all(raise_stops and raised_by_statement(engine, s) for s, _ in result):
+                engine.fatal.append(f"{what} did not finish: {said}")
                 engine.stops.append((what, result[0][0]))
             else:
-                engine.staged.append(
-                    f"{what} on its own: {raised_text(result[0][0])} (what the model sets up "
-                    "around it is missing; traced on past it)"
-                )
+                engine.staged.append(f"{what} on its own: {said} (what the model sets up around "
+                                     "it is missing; traced on past it)")  # fmt: skip
             engine.tolerant = True  # again, going on past what raises, to show what follows
             try:
                 with phase(f"{what}, again past what raises"):

@@ -8,10 +8,11 @@ about what routescope builds as about the deployment, and is not a stop."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.state import Decision
+from routescope.analysis.engine.state import Decision, PathState
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -67,6 +68,35 @@ def explicit_stops(engine: Engine) -> tuple[Stop, ...]:
                                statement=_statement_text(engine, module, line),
                                guards=decided[:MAX_GUARDS])  # fmt: skip
     return tuple(out.values())
+
+
+def raised_by_statement(engine: Engine, st: PathState) -> bool:
+    """Did the path raise at a `raise` statement of the framework's own code, after a test
+    decided on the deployment: every value the nearest guard before it read has a provenance,
+    one at least a fact of the deployment (the GPU profile, config.json, a flag), not only
+    places in the source? A step routescope stages (a block built from the values, outside
+    its model) that raises so on every way stops the deployment too (an NVFP4 MoE method
+    refusing the GPU and runner backend: `not get_platform().is_blackwell and not
+    use_marlin_fallback`); one whose test read state the model's own build sets up (`_stack
+    is None`: the layer stack `make_layers` opens around its layers), or an operation Python
+    raises on, is the staging's."""
+    at, exc = st.raised_at, st.raising
+    if at is None or exc is None or isinstance(exc, PythonRaise):
+        return False
+    said = _raise_statement(engine, at[2].partition(":")[0], at[1])
+    if said is None or said[0].rsplit(".", 1)[-1] != _class_name(exc):
+        return False
+    guard = next((d for d in reversed(st.decisions)
+                  if d.function == at[2] and d.line < at[1] and d.value is not None),
+                 None)  # fmt: skip
+    if guard is None or not guard.inputs or not all(i.origins for i in guard.inputs):
+        return False
+    return any(not _IN_SOURCE.fullmatch(o) for i in guard.inputs for o in i.origins)
+
+
+# an origin that is a place in the source (a value set by the code there), not a fact of the
+# deployment (the GPU profile, a config.json key, a flag, a server argument's default)
+_IN_SOURCE = re.compile(r"[\w./-]+\.py:\d+")
 
 
 def _class_name(exc: Value | None) -> str:
