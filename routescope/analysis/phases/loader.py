@@ -70,6 +70,11 @@ def run_model_init(
                 PHASE_STEPS["model"],
                 f"the model loader {loader.qualname}",
                 lambda: engine.call(PathState(envs=[{}]), loader, [], args, None),
+                # its ways join as they go, as commit_all joins them at its end: it runs for
+                # what it leaves behind, and ways that built the model's other towers apart
+                # (a wrapper's vision encoder, whose processor files a checkpoint may or may
+                # not have) would otherwise each build the language model again
+                merge_at=1,
             )
             if not captured:
                 stopped = next((s.stopped for s, _ in outs if s.stopped), "")
