@@ -107,10 +107,10 @@ def checkpoint_scheme(
 ) -> list[tuple[str, str]]:
     """A deployment that stops where the checkpoint chose the quantization (no --quant): its
     scheme named as the framework names it (`nvfp4` -> `modelopt_fp4`, the rules' aliases),
-    where that is another method than the checkpoint's own `quant_method`. The
-    server's reading of a generic method may pick another config than the scheme's (SGLang
-    0.5.9 reads ModelOpt's `modelopt` as its FP8 config, which raises for an NVFP4
-    checkpoint); the trace again decides whether naming it gets past the stop."""
+    where that is another method than the checkpoint's own `quant_method`. The server's
+    reading of a generic method may pick another config than the scheme's (SGLang 0.5.9 reads
+    ModelOpt's `modelopt` as its FP8 config, which raises for an NVFP4 checkpoint); the trace
+    again decides whether naming it gets past the stop."""
     named = aliases.get(scheme or "")  # (a scheme the rules give no name for: its label only)
     return [] if not quant_field or named is None or named == method else [(quant_field, named)]
 
