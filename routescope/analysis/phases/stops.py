@@ -52,22 +52,38 @@ def explicit_stops(engine: Engine) -> tuple[Stop, ...]:
         if at is None or (at[0], at[1]) in out:
             continue
         file, line, function = at
-        module = function.partition(":")[0]
-        exc = st.raising
-        said = (exc.name, exc.message) if isinstance(exc, PythonRaise) else (
-            _raise_statement(engine, module, line))  # fmt: skip
-        # an exception the engine made inside a raise statement's own expression is not its own
-        if said is None or said[0].rsplit(".", 1)[-1] != _class_name(exc):
+        said = _what_raised(engine, st)
+        if said is None:
             continue
-        guard = next((d for d in reversed(st.decisions)
-                      if d.function == function and d.line < line and d.value is not None),
-                     None)  # fmt: skip
         decided = tuple(d for d in reversed(st.decisions) if d.value is not None)
-        out[file, line] = Stop(what, file, line, function, said[0], said[1], guard,
-                               implicit=isinstance(exc, PythonRaise),
-                               statement=_statement_text(engine, module, line),
+        out[file, line] = Stop(what, file, line, function, said[0], said[1], _guard(st),
+                               implicit=isinstance(st.raising, PythonRaise),
+                               statement=_statement_text(engine, function.partition(":")[0],
+                                                         line),
                                guards=decided[:MAX_GUARDS])  # fmt: skip
     return tuple(out.values())
+
+
+def _what_raised(engine: Engine, st: PathState) -> tuple[str, str] | None:
+    """(exception, message) of the path's raise: Python's own, or the `raise` statement's as
+    the source writes it; None where the statement raises another class (an exception the
+    engine made inside the statement's own expression is not its own)."""
+    at, exc = st.raised_at, st.raising
+    if at is None or exc is None:
+        return None
+    said = (exc.name, exc.message) if isinstance(exc, PythonRaise) else (
+        _raise_statement(engine, at[2].partition(":")[0], at[1]))  # fmt: skip
+    return said if said is not None and said[0].rsplit(".", 1)[-1] == _class_name(exc) else None
+
+
+def _guard(st: PathState) -> Decision | None:
+    """The decided condition nearest before the raise, in the function that raised."""
+    at = st.raised_at
+    if at is None:
+        return None
+    return next((d for d in reversed(st.decisions)
+                 if d.function == at[2] and d.line < at[1] and d.value is not None),
+                None)  # fmt: skip
 
 
 def raised_by_statement(engine: Engine, st: PathState) -> bool:
@@ -80,15 +96,9 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
     use_marlin_fallback`); one whose test read state the model's own build sets up (`_stack
     is None`: the layer stack `make_layers` opens around its layers), or an operation Python
     raises on, is the staging's."""
-    at, exc = st.raised_at, st.raising
-    if at is None or exc is None or isinstance(exc, PythonRaise):
+    if isinstance(st.raising, PythonRaise) or _what_raised(engine, st) is None:
         return False
-    said = _raise_statement(engine, at[2].partition(":")[0], at[1])
-    if said is None or said[0].rsplit(".", 1)[-1] != _class_name(exc):
-        return False
-    guard = next((d for d in reversed(st.decisions)
-                  if d.function == at[2] and d.line < at[1] and d.value is not None),
-                 None)  # fmt: skip
+    guard = _guard(st)
     if guard is None or not guard.inputs or not all(i.origins for i in guard.inputs):
         return False
     return any(not _IN_SOURCE.fullmatch(o) for i in guard.inputs for o in i.origins)
