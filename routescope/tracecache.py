@@ -131,6 +131,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         from routescope.report import build_report
         from routescope.verdict.rules import load_oea_rules
         from routescope.wayout import (
+            advised,
             checkpoint_scheme,
             find_way_out,
             past_a_stop,
@@ -164,7 +165,9 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         if stops and dispatch.stops:
             args = dict(dispatch.arguments)
             chooses = tuple(sa.get("chooses", ()))
-            changes = [c for s in dispatch.stops for c in past_a_stop(s.guards, args, chooses)]
+            changes = [c for s in dispatch.stops  # what its message says to do, first
+                       for c in (*advised(s.message, args, chooses),
+                                 *past_a_stop(s.guards, args, chooses))]  # fmt: skip
             if dep.quant is None and spec.quant is not None:
                 changes += checkpoint_scheme(spec.quant.method, spec.quant.scheme,
                                              sa.get("quant_aliases", {}), quant_field)  # fmt: skip

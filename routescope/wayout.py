@@ -1,10 +1,12 @@
 """A blocked deployment's way out: the smallest flag change that reaches a path with no blocker,
 found by tracing again with the values the release's own guards compare the kernel-choosing
-arguments against (the rules' `server_args.chooses`), nearest first."""
+arguments against (the rules' `server_args.chooses`), nearest first; past a step that raises,
+first what its message tells the user to set."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -99,6 +101,41 @@ def past_a_stop(
                 out.append((name, "false" if current else "true"))
         fields = tuple(a for a in chooses if isinstance(arguments.get(a), str))
         out.extend((f, v) for f, v in compared(d.text, fields) if arguments.get(f) != v)
+    return list(dict.fromkeys(out))
+
+
+# `name=value`, `--name=value` or `--name value` in an error message (the value maybe quoted)
+# (each found from every word on: a lookahead, so that "use x=y" is read at "x" as well)
+_SETTING = re.compile(r"(?<![\w-])(?=(--)?([A-Za-z][\w-]*\w)(\s*=\s*|\s+)[`'\"]?([\w.-]*\w))")
+_FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*\w)(?![\w-]|\s*=)")
+
+
+def advised(
+    message: str, arguments: dict[str, object], chooses: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    """The server-argument settings a stop's own message tells the user to make ("use
+    moe_runner_backend=marlin on SM80+", "pass --moe-runner-backend triton", "add
+    --disable-cuda-graph"): the name one of the release's arguments (dashes read as
+    underscores), the value not the one it has; a value after a space only behind `--`, a
+    bare `--flag` only for a boolean argument now false. As past_a_stop has it, a value for a
+    string argument only where the argument chooses the kernels (`chooses`): the trace
+    follows what that changes. The framework's own advice is tried first; the trace again
+    decides whether it gets past the stop."""
+    out: list[tuple[str, str]] = []
+    for dashes, name, sep, value in _SETTING.findall(message):
+        key = name.replace("-", "_")
+        if key not in arguments or (not dashes and not sep.strip()):
+            continue
+        current = arguments[key]
+        if isinstance(current, bool):
+            if value.lower() in ("true", "false") and value.lower() != str(current).lower():
+                out.append((key, value.lower()))
+        elif key in chooses and str(current) != value:
+            out.append((key, value))
+    for name in _FLAG.findall(message):
+        key = name.replace("-", "_")
+        if arguments.get(key) is False and not any(k == key for k, _ in out):
+            out.append((key, "true"))
     return list(dict.fromkeys(out))
 
 

@@ -638,6 +638,43 @@ def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:
     assert got == [("disable_shared_experts_fusion", "true"), ("moe_runner_backend", "triton")]
 
 
+def test_a_way_past_a_stop_is_first_what_its_message_says_to_set() -> None:
+    """SGLang 0.5.23's NVFP4 MoE method raises on Hopper "... or use moe_runner_backend=marlin
+    on SM80+" (its guard reads a local the method computed, naming no value): the message's
+    own settings are candidates, in the forms messages write them, for a release's argument
+    and a value it does not have; a string value only for a kernel-choosing argument, as
+    past_a_stop has it; a word after a name without `--` is no value."""
+    from routescope.wayout import advised
+
+    args = {"moe_runner_backend": "flashinfer_trtllm_routed", "disable_cuda_graph": False,
+            "enable_dp_attention": True, "attention_backend": "fa3", "tp_size": 8}  # fmt: skip
+    chooses = ("quantization", "moe_runner_backend")
+    nvfp4 = (
+        "Current platform does not support NVFP4 quantization with the selected MoE backend. "
+        "Please use Blackwell and above, or use moe_runner_backend=marlin on SM80+."
+    )
+    assert advised(nvfp4, args, chooses) == [("moe_runner_backend", "marlin")]
+    two = "pass --moe-runner-backend triton, or add --disable-cuda-graph."
+    assert advised(two, args, chooses) == [
+        ("moe_runner_backend", "triton"),
+        ("disable_cuda_graph", "true"),
+    ]
+    assert advised("set --moe-runner-backend='cutlass'", args, chooses) == [
+        ("moe_runner_backend", "cutlass")
+    ]
+    assert advised("disable_cuda_graph=True is required", args, chooses) == [
+        ("disable_cuda_graph", "true")
+    ]
+    for none in (
+        "use --moe-runner-backend flashinfer_trtllm_routed",  # the value it has
+        "tp_size must divide the experts",  # no `--`: a word, not a value
+        "use --attention-backend triton",  # not a kernel-choosing argument
+        "use --enable-dp-attention",  # a boolean already true
+        "use --no-such-flag x",
+    ):
+        assert advised(none, args, chooses) == [], none
+
+
 @pytest.mark.network
 def test_sglang_0_5_6_post1_does_not_start_for_qwen3_on_sm120() -> None:
     """Read in the source: 0.5.6.post1 gives an MHA model on any Blackwell trtllm_mha
