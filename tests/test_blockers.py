@@ -584,7 +584,7 @@ _stack = None
 class Method:
     def __init__(self, blackwell, backend):
         if not blackwell and backend != "marlin":
-            raise ValueError("Current platform does not support NVFP4")
+            raise ValueError(f"Current platform does not support NVFP4 with {backend!r}")
 
 class Block:
     def __init__(self, parent):
@@ -611,6 +611,7 @@ class Layer:
         assert any(w == what for w, _ in engine.stops) is stops, what
     (stop,) = explicit_stops(engine)
     assert (stop.step, stop.exception, stop.line) == ("building Method", "ValueError", 7)
+    assert stop.message == "Current platform does not support NVFP4 with {backend}"  # f-string
     assert stop.guard is not None and stop.guard.text.startswith("not blackwell")
     staged = [n.partition(" on its own")[0] for n in engine.staged]
     assert staged == ["building Method (a bare value)", "building Block", "building Layer"]

@@ -132,6 +132,10 @@ def _raise_statement(engine: Engine, module: str, line: int) -> tuple[str, str] 
             msg = exc.args[0] if exc.args else None
             if isinstance(msg, ast.Constant) and isinstance(msg.value, str):
                 text = msg.value
+            elif isinstance(msg, ast.JoinedStr):  # an f-string: its text, {names} left as such
+                text = "".join(str(v.value) if isinstance(v, ast.Constant) else
+                               "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
+                               for v in msg.values)  # fmt: skip
             elif msg is not None:
                 text = ast.unparse(msg)
             else:
