@@ -210,6 +210,8 @@ def render_section(doc: dict[str, Any], level: int = 2) -> str:
             out += [f"{h} OEA verdict", "", *_verdict(doc["verdict"]), ""]
         if disp.get("assumptions"):
             out += [f"{h} What the answer assumes", "", *_assumptions(disp["assumptions"]), ""]
+        if disp.get("notes"):  # (what did not finish, the config class's changes, ...)
+            out += [f"{h} Notes", "", *[f"- {cell(n)}" for n in disp["notes"]], ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -111,3 +111,21 @@ def test_a_dunder_name_in_prose_is_not_bold() -> None:
     )
     assert "<strong>" not in html and "__post_init__" in html
     assert "<code>a.__dict__</code>" in html
+
+
+@pytest.mark.network
+def test_markdown_lists_the_notes_the_text_report_shows() -> None:
+    """A provisional answer says "see notes": the Markdown report lists every note of the
+    dispatch (GLM-5 on 0.5.9: a server-argument field its post-processing leaves undecided,
+    the MoE block built from the values), in a section of its own, one line each."""
+    from markdown_it import MarkdownIt
+
+    doc = report(*GLM5)
+    notes = doc["dispatch"]["notes"]
+    assert notes
+    text = render(doc)
+    section = text.split("\n## Notes\n", 1)[1]
+    items = [line for line in section.splitlines() if line.startswith("- ")]
+    assert len(items) == len(notes)
+    html = MarkdownIt("commonmark").render(text)
+    assert "<strong>post_init</strong>" not in html
