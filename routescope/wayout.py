@@ -106,7 +106,9 @@ def past_a_stop(
 
 # `name=value`, `--name=value` or `--name value` in an error message (the value maybe quoted)
 # (each found from every word on: a lookahead, so that "use x=y" is read at "x" as well)
-_SETTING = re.compile(r"(?<![\w-])(?=(--)?([A-Za-z][\w-]*\w)(\s*=\s*|\s+)[`'\"]?([\w.-]*\w))")
+_SETTING = re.compile(
+    r"(?<![\w-])(?=(--)?([A-Za-z][\w-]*\w)(\s*=\s*|\s+(?:to\s+)?)[`'\"]?([\w.-]*\w))"
+)
 _FLAG = re.compile(r"(?<![\w-])--([A-Za-z][\w-]*\w)(?![\w-]|\s*=)")
 
 
@@ -114,13 +116,13 @@ def advised(
     message: str, arguments: dict[str, object], chooses: tuple[str, ...]
 ) -> list[tuple[str, str]]:
     """The server-argument settings a stop's own message tells the user to make ("use
-    moe_runner_backend=marlin on SM80+", "pass --moe-runner-backend triton", "add
-    --disable-cuda-graph"): the name one of the release's arguments (dashes read as
-    underscores), the value not the one it has; a value after a space only behind `--`, a
-    bare `--flag` only for a boolean argument now false. As past_a_stop has it, a value for a
-    string argument only where the argument chooses the kernels (`chooses`): the trace
-    follows what that changes. The framework's own advice is tried first; the trace again
-    decides whether it gets past the stop."""
+    moe_runner_backend=marlin on SM80+", "pass --moe-runner-backend triton", "set
+    --moe-runner-backend to 'cutlass'", "add --disable-cuda-graph"): the name one of the
+    release's arguments (dashes read as underscores), the value not the one it has; a value
+    after a space only behind `--`, a bare `--flag` only for a boolean argument now false.
+    As past_a_stop has it, a value for a string argument only where the argument chooses
+    the kernels (`chooses`): the trace follows what that changes. The framework's own advice
+    is tried first; the trace again decides whether it gets past the stop."""
     out: list[tuple[str, str]] = []
     for dashes, name, sep, value in _SETTING.findall(message):
         key = name.replace("-", "_")

@@ -660,9 +660,8 @@ def test_a_way_past_a_stop_is_first_what_its_message_says_to_set() -> None:
         ("moe_runner_backend", "triton"),
         ("disable_cuda_graph", "true"),
     ]
-    assert advised("set --moe-runner-backend='cutlass'", args, chooses) == [
-        ("moe_runner_backend", "cutlass")
-    ]
+    for cutlass in ("set --moe-runner-backend='cutlass'", "set --moe-runner-backend to 'cutlass'"):
+        assert advised(cutlass, args, chooses) == [("moe_runner_backend", "cutlass")], cutlass
     assert advised("disable_cuda_graph=True is required", args, chooses) == [
         ("disable_cuda_graph", "true")
     ]
