@@ -67,6 +67,28 @@ def deciding_decision(path: dict[str, Any]) -> dict[str, Any] | None:
     return max(before, key=lambda d: d["line"]) if before else None
 
 
+def experts_text(path: dict[str, Any], limit: int = 3, brief: bool = False) -> str:
+    """What the experts launch past the router, as a report names it: the kernels every way
+    launches (`fused_moe_kernel [triton]`), then those only some ways do (`brief`: how many);
+    "" where the trace followed no launch past the router (a kernel that routes inside is the
+    sink)."""
+
+    def named(hs: list[dict[str, Any]], kinds: bool) -> str:
+        names = [h["name"].rpartition(":")[2].rpartition(".")[2]
+                 + (f" [{h.get('kind')}]" if kinds else "") for h in hs[:limit]]  # fmt: skip
+        return ", ".join(names) + (f" and {len(hs) - limit} more" if len(hs) > limit else "")
+
+    launched = path.get("experts") or []
+    every = [h for h in launched if h.get("ways") == "every"]
+    some = [h for h in launched if h.get("ways") != "every"]
+    parts = [named(every, True)] if every else []
+    if some and brief:
+        return " ".join([*parts, f"(+{len(some)} on some ways)"])
+    if some:
+        parts.append(f"on some ways {named(some, False)}")
+    return "; ".join(parts)
+
+
 def sink_label(sink: dict[str, Any]) -> str:
     """A report sink's kind and, where it differs, who ships it: "cuda_kernel, flashinfer"."""
     kind, provider = sink.get("kind"), sink.get("provider")

@@ -6,7 +6,7 @@ from textwrap import dedent
 from typing import Any
 
 from routescope.render.mermaid import flowchart
-from routescope.report import answer_path, sink_args_text, sink_label
+from routescope.report import answer_path, experts_text, sink_args_text, sink_label
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 
@@ -73,6 +73,9 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             out.append(f"- **Routing kernel:** {code(sink['name'])} ({sink_label(sink)}), "
                        f"called at {code(sink['file'] + ':' + str(sink['line']))}"
                        + (f", given {cell(given)}" if given else ""))  # fmt: skip
+        launched = experts_text(disp["paths"][0], limit=6) if sink else ""
+        if launched:
+            out.append(f"- **Experts launch:** {cell(launched)}")
         if v is not None:
             out.append(f"- **OEA:** {verdict_word(v)}: {v['why']}")
     return out

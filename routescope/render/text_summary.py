@@ -10,7 +10,7 @@ from rich.text import Text
 
 from routescope.render.markdown import verdict_word
 from routescope.render.text_report import short_path
-from routescope.report import answer_path, deciding_decision, sink_label
+from routescope.report import answer_path, deciding_decision, experts_text, sink_label
 
 SUMMARY_LINES = 15
 # the constraints that change what an OEA insertion must do, first
@@ -93,6 +93,9 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
     if shown:
         past = " (past it)" if status == "blocked" else ""  # the deployment never gets there
         out.append(Text(f"router{past}: " + ", ".join(shown)))
+    launched = experts_text(path, brief=True) if path and status == "selected" else ""
+    if launched:
+        out.append(Text(_cut(f"experts: {launched}", width)))
     stops = any(b["kind"] == "raises" for b in doc.get("blockers") or [])
     if disp["incomplete"] and not stops:  # a step that raised everywhere is a blocker below
         out.append(Text(_cut(f"did not finish: {disp['incomplete'][0]}", 3 * width),
