@@ -24,10 +24,15 @@ NOT_CHECKED = ("weight loading is not traced: a failure there (a checkpoint shap
 
 
 def _field(node: ast.expr) -> str | None:
+    """The argument an expression reads: `args.name`, `name`, or `args_dict["name"]` (a
+    release's dict of the server arguments, as SGLang's global_server_args_dict)."""
     if isinstance(node, ast.Attribute):
         return node.attr
     if isinstance(node, ast.Name):
         return node.id
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        key = node.slice.value
+        return key if isinstance(key, str) else None
     return None
 
 
@@ -95,7 +100,9 @@ def past_a_stop(
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            name = _field(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+            name = (
+                _field(node) if isinstance(node, (ast.Attribute, ast.Name, ast.Subscript)) else None
+            )
             current = arguments.get(name) if name else None
             if name and isinstance(current, bool):
                 out.append((name, "false" if current else "true"))

@@ -637,6 +637,9 @@ def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:
     )
     got = past_a_stop(guards, args, ("quantization", "moe_runner_backend"))
     assert got == [("disable_shared_experts_fusion", "true"), ("moe_runner_backend", "triton")]
+    # up to 0.5.3 the layers read a dict of the arguments (global_server_args_dict)
+    read = guard("global_server_args_dict['disable_shared_experts_fusion']", False)
+    assert past_a_stop((read,), args, ()) == [("disable_shared_experts_fusion", "true")]
 
 
 def test_a_way_past_a_stop_is_first_what_its_message_says_to_set() -> None:
