@@ -33,17 +33,19 @@ def _site(text: str | None) -> tuple[str, int] | None:
 
 
 def _frame_at(
-    frames: list[dict[str, Any]], index: Index, file: str, line: int
-) -> tuple[dict[str, Any], FunctionSource] | None:
+    frames: list[dict[str, Any]], index: Index, file: str, line: int, before: int
+) -> tuple[int, dict[str, Any], FunctionSource] | None:
+    """The frame of the function that holds `file:line`, nearest before position `before`
+    of the path's frames (in the order they were entered): the caller of the frame there,
+    where the path enters one function more than once (a CustomOp's forward for each op)."""
     fn = function_at(index, file, line)
     if fn is None:
         return None
-    for f in frames:
-        if f["file"] == file and f["line"] in (
-            fn.node.lineno,
-            *(d.lineno for d in fn.node.decorator_list),
-        ):
-            return f, fn
+    lines = (fn.node.lineno, *(d.lineno for d in fn.node.decorator_list))
+    for k in range(min(before, len(frames)) - 1, -1, -1):
+        f = frames[k]
+        if f["file"] == file and f["line"] in lines:
+            return k, f, fn
     return None
 
 
@@ -100,11 +102,12 @@ def find_point(path: dict[str, Any], index: Index, names: dict[str, list[str]]) 
     site: tuple[str, int] | None = (sink["file"], sink["line"])
     best: Point | None = None
     below: list[str] = []
+    at = len(frames)
     while site is not None:
-        hit = _frame_at(frames, index, *site)
+        hit = _frame_at(frames, index, *site, before=at)
         if hit is None:
             break
-        frame, fn = hit
+        at, frame, fn = hit
         chain = statement_chain(fn.node, site[1])
         if chain:
             block, i = chain[-1]
