@@ -12,12 +12,12 @@ from typing import Any
 
 from routescope.verdict.point import find_point
 
-OP = '''\
+OP = """\
 class CustomOp:
     def forward(self, *args):
         return self.impl(*args)
-'''
-LAYER = '''\
+"""
+LAYER = """\
 def layer_forward(op, method, x, logits):
     return op.forward(method, x, logits)
 
@@ -33,7 +33,7 @@ def select(op, x, logits):
 
 def grouped(x, logits):
     return kernel(x, logits)
-'''
+"""
 
 
 def _index() -> Any:
