@@ -125,7 +125,8 @@ class Facts:
     env: dict[str, str] = field(default_factory=dict)  # --env K=V
     packages: dict[str, bool] = field(default_factory=dict)  # optional package -> importable
     sinks: list[SinkRule] = field(default_factory=list)
-    summaries: dict[str, str] = field(default_factory=dict)  # qualname -> expression text
+    # qualname -> expression text, or alternatives (the first whose names the release defines)
+    summaries: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
     opaque: list[str] = field(default_factory=list)  # globs of framework functions not entered
     bindings: dict[str, Value] = field(default_factory=dict)  # names summaries may use
     # True: a variable the user did not give with --env is unset on the target (each read is
@@ -173,12 +174,13 @@ class Facts:
             self.assume("platform", name, _shown(got), f"{self.source} platform.attributes")
         return got
 
-    def summary_for(self, qualname: str) -> str | None:
-        """The rules' summary of a framework function (what it returns, as an expression)."""
-        got = self.summaries.get(qualname)
-        if got is not None:
-            self.assume("summary", qualname, f"returns {got}", f"{self.source} summaries")
-        return got
+    def summary_for(self, qualname: str) -> str | tuple[str, ...] | None:
+        """The rules' summary of a framework function (what it returns, as an expression, or
+        its alternatives: the engine takes the first whose names the release defines)."""
+        return self.summaries.get(qualname)
+
+    def summary_used(self, qualname: str, text: str) -> None:
+        self.assume("summary", qualname, f"returns {text}", f"{self.source} summaries")
 
     def env_unset(self, var: str) -> None:
         self.assume("environment", var, "unset", f"{self.source} env_unset = absent")

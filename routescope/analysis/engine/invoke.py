@@ -334,7 +334,8 @@ class InvokeMixin(EngineBase):
     ) -> list[Outcome]:
         summary = self.facts.summary_for(fn.qualname)
         if summary is not None:
-            return [(s, "return", v) for s, v in self.summary(st, fn, summary, args, kwargs)]
+            said = self.defined_alternative(fn, summary)
+            return [(s, "return", v) for s, v in self.summary(st, fn, said, args, kwargs)]
         if self.facts.is_opaque(fn.qualname):
             if fn.qualname.endswith(".__init__") and isinstance(fn.bound, Instance):
                 self.partly_built(fn.bound)  # what that constructor sets is not known

@@ -172,9 +172,11 @@ def trace_dispatch(
     with phase("server arguments"):
         server_args = server_arguments(engine, rules, dep, notes, forks, choosing)
     facts.bindings["server_args"] = server_args
-    router_cls = resolve_entry(engine, rules.router_class)
-    if not isinstance(router_cls, ClassVal):
-        raise RoutescopeError(origin, f"{rules.router_class} not found in this version")
+    found = (resolve_entry(engine, name) for name in rules.router_classes)
+    router_cls = next((c for c in found if isinstance(c, ClassVal)), None)
+    if router_cls is None:
+        named = " or ".join(rules.router_classes)
+        raise RoutescopeError(origin, f"{named} not found in this version")
     arch = (spec.architectures.value or ("",))[0]
     if not arch:
         raise RoutescopeError(

@@ -21,8 +21,10 @@ class FrameworkRules:
     data: dict[str, Any]
 
     @property
-    def router_class(self) -> str:
-        return str(self.data["router"]["class"])
+    def router_classes(self) -> tuple[str, ...]:
+        """The router class, or its alternatives in order (the first a release has)."""
+        named = self.data["router"]["class"]
+        return (named,) if isinstance(named, str) else tuple(named)
 
     @property
     def router_call(self) -> str:
@@ -31,6 +33,10 @@ class FrameworkRules:
     @property
     def cases(self) -> list[dict[str, Any]]:
         return list(self.data.get("cases", []))
+
+
+def _alternatives(returns: str | list[str]) -> str | tuple[str, ...]:
+    return returns if isinstance(returns, str) else tuple(returns)
 
 
 @cache
@@ -100,7 +106,7 @@ def build_facts(
         env=dict(env),
         packages={**d["packages"], **(packages or {})},
         sinks=sinks,
-        summaries={s["function"]: s["returns"] for s in d.get("summaries", [])},
+        summaries={s["function"]: _alternatives(s["returns"]) for s in d.get("summaries", [])},
         opaque=list(d.get("opaque", [])),
         env_unset_means_absent=d.get("env_unset", "absent") == "absent",
         source=str(rules.path),

@@ -184,13 +184,16 @@ def build_quant_config(
 def reported_args(
     engine: Engine, rules: FrameworkRules, server_args: Value
 ) -> tuple[tuple[str, str, tuple[str, ...], tuple[str, Any]], ...]:
-    """The server arguments the rules name under `report`, each as the server resolved it: read
-    through the release's own reader where it has one (0.5.20+: the last declaration, else the
-    input, else the declared fallback), else the field after post-processing."""
+    """The server arguments the rules name under `report` that the release has, each as the
+    server resolved it: read through the release's own reader where it has one (0.5.20+: the
+    last declaration, else the input, else the declared fallback), else the field after
+    post-processing."""
     if not isinstance(server_args, Instance):
         return ()
     out = []
     for name in rules.data.get("server_args", {}).get("report", []):
+        if name not in server_args.fields:  # an argument this release does not have
+            continue
         value = _resolved_arg(engine, rules, server_args, name)
         out.append((name, describe(value), value.origins, as_data(value)))
     return tuple(out)

@@ -1,0 +1,52 @@
+"""A rules summary may list alternatives: the engine takes the first whose names the release
+defines where the function lives (vLLM 0.11+ build the decode step's forward context with
+create_forward_context; 0.10.x construct ForwardContext in set_forward_context). The choice is
+recorded as the assumption the answer rests on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import Const
+from routescope.analysis.phases.trace import resolve_entry
+from tests.engine.test_engine_synthetic import make_tree
+
+NEW = """
+def create_context(config):
+    return ("made by the helper", config)
+
+def get_context():
+    raise AssertionError("no context outside a step")
+"""
+OLD = """
+class Context:
+    def __init__(self, layers):
+        self.layers = layers
+
+def get_context():
+    raise AssertionError("no context outside a step")
+"""
+SUMMARY = ("create_context(server_config)", "Context(layers=server_config)")
+
+
+def _returned(tmp_path: Path, source: str) -> tuple[object, list[str]]:
+    facts = Facts(summaries={"fw.ctx:get_context": SUMMARY})
+    facts.bindings["server_config"] = Const("the config")
+    engine = Engine(make_tree(tmp_path, {"ctx.py": source}), facts)
+    fn = resolve_entry(engine, "fw.ctx:get_context")
+    outs = engine.call(PathState(envs=[{}]), fn, [], {}, None)
+    assert len(outs) == 1 and outs[0][0].raising is None
+    said = [a.value for a in facts.used.values() if a.kind == "summary"]
+    return outs[0][1], said
+
+
+def test_the_first_alternative_the_release_defines_is_taken(tmp_path: Path) -> None:
+    value, said = _returned(tmp_path / "new", NEW)
+    assert said == ["returns create_context(server_config)"]
+    assert isinstance(value, Const) and value.value == ("made by the helper", "the config")
+    value, said = _returned(tmp_path / "old", OLD)
+    assert said == ["returns Context(layers=server_config)"]
+    assert getattr(value, "cls", None) is not None and value.cls.qualname == "fw.ctx:Context"
