@@ -142,7 +142,8 @@ def assess(
     out.update(
         insertable=True,
         why=f"topk_ids and topk_weights are Python tensors in {fname} right "
-        f"after {point.source.module.relpath}:{point.stmt.lineno}, before any post-processing",
+        f"after {point.source.module.relpath}:{point.stmt.end_lineno or point.stmt.lineno}, "
+        "before any post-processing",
     )
     return out
 
