@@ -119,6 +119,8 @@ def value_text(
     declared, value = absent(name)
     if name in given:
         return given[name]
+    if attr is not None and attr in given:  # handed to the router call under its own name
+        return given[attr]
     if name in scope:
         return name
     if on is not None and attr is not None:

@@ -89,6 +89,9 @@ def from_constraints(
     _, bias_raw, _ = setting(doc, "correction_bias")
     r, _, _ = setting(doc, "renormalize")
     on, _, _ = setting(doc, "apply_routed_scaling_factor_on_output")
+    factor, factor_raw, _ = setting(doc, "routed_scaling_factor")
+    if factor_raw in ("None", "absent") or factor == 1:  # nothing to scale the weights by
+        on = False
     g, _, _ = setting(doc, "num_expert_group")
     func = ((doc.get("routing") or {}).get("scoring_func") or {}).get("value") or "softmax"
     biased = bias_raw not in ("None", "absent") and not bias_raw.startswith("unknown")
