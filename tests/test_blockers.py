@@ -758,3 +758,23 @@ def test_a_switch_no_guard_names_is_found_by_tracing_each_preferred_value() -> N
     switch_by_tracing(stuck, fw, {}, "quantization", dep,
                       lambda d: _fused(False, "fused_moe_kernel"))  # fmt: skip
     assert stuck["verdict"]["switch"] is None and stuck["verdict"]["why"] == "routing is fused"
+
+
+def test_a_quantized_checkpoint_the_release_builds_unquantized_is_said() -> None:
+    """vLLM 0.10.0 reads no hf_quant_config.json: a ModelOpt NVFP4 checkpoint that has only
+    that file is built with no quantization config, and the report says its weights do not fit
+    those layers (loading is not traced); nothing is said where --quant was given or a
+    quantization config was built."""
+    from types import SimpleNamespace
+
+    from routescope.analysis.engine.values import Const, Instance
+    from routescope.analysis.phases.checkpoint import served_unquantized
+    from routescope.intake.quant import QuantInfo
+
+    info = QuantInfo("nvfp4", None, "NVFP4", None, (), "hf_quant_config.json", "quantization")
+    spec: Any = SimpleNamespace(quant=info)
+    said = served_unquantized(spec, None, Const(None))
+    assert said is not None and "declares nvfp4 (hf_quant_config.json)" in said
+    assert served_unquantized(spec, "modelopt_fp4", Const(None)) is None
+    assert served_unquantized(spec, None, Instance(None, {}, "quant_config")) is None
+    assert served_unquantized(SimpleNamespace(quant=None), None, Const(None)) is None  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ class Context:
 def get_context():
     raise AssertionError("no context outside a step")
 """
-SUMMARY = ("create_context(server_config)", "Context(layers=server_config)")
+SUMMARY = (("", "create_context(server_config)"), ("", "Context(layers=server_config)"))
 
 
 def _returned(tmp_path: Path, source: str) -> tuple[object, list[str]]:
@@ -50,3 +50,26 @@ def test_the_first_alternative_the_release_defines_is_taken(tmp_path: Path) -> N
     value, said = _returned(tmp_path / "old", OLD)
     assert said == ["returns Context(layers=server_config)"]
     assert getattr(value, "cls", None) is not None and value.cls.qualname == "fw.ctx:Context"
+
+
+READS = """
+def get_config(path):
+    sidecar = path + "/" + "hf_quant_config.json"
+    return sidecar
+"""
+IGNORES = """
+def get_config(path):
+    return path
+"""
+
+
+def test_an_alternative_holds_where_the_function_has_its_string(tmp_path: Path) -> None:
+    """vLLM 0.10.1+'s get_config attaches ModelOpt's sidecar file; 0.10.0's reads no such
+    file: the summary that attaches it applies only where the function's code names it."""
+    alternatives = (("hf_quant_config.json", "'with the sidecar'"), ("", "'as written'"))
+    for where, source, want in (("new", READS, "with the sidecar"), ("old", IGNORES, "as written")):
+        facts = Facts(summaries={"fw.cfg:get_config": alternatives})
+        engine = Engine(make_tree(tmp_path / where, {"cfg.py": source}), facts)
+        fn = resolve_entry(engine, "fw.cfg:get_config")
+        outs = engine.call(PathState(envs=[{}]), fn, [Const("/ckpt")], {}, None)
+        assert [v.value for _, v in outs] == [want], where  # type: ignore[attr-defined]

@@ -41,27 +41,33 @@ class BindingMixin(EngineBase):
             else Unknown(f"{text} has several values", kind=UnknownKind.JOINED)
         )
 
-    def defined_alternative(self, fn: FunctionVal, texts: str | tuple[str, ...]) -> str:
-        """The rules' summary of `fn` (recorded as an assumption): of its alternatives, the
-        first whose every name is one the summary can read where `fn` is defined: its
-        parameters, the rules' bindings, a builtin, or a global of its module (a release that
-        lacks a helper newer ones have takes the next); the last when none is."""
-        chosen = texts if isinstance(texts, str) else self._first_defined(fn, texts)
+    def defined_alternative(self, fn: FunctionVal, texts: str | tuple[tuple[str, str], ...]) -> str:
+        """The rules' summary of `fn` (recorded as an assumption): of its alternatives, each
+        (a string constant the function's code must hold, or "", expression), the first that
+        fits this release: its code holds the constant (the release's own function does what
+        the summary stands for: 0.10.1+ get_config read ModelOpt's sidecar file), and every
+        name it reads is one the summary can read where `fn` is defined (its parameters, the
+        rules' bindings, a builtin, a global of its module: a release that lacks a helper newer
+        ones have takes the next); the last when none fits."""
+        chosen = texts if isinstance(texts, str) else self._first_fitting(fn, texts)
         self.facts.summary_used(fn.qualname, chosen)
         return chosen
 
-    def _first_defined(self, fn: FunctionVal, texts: tuple[str, ...]) -> str:
+    def _first_fitting(self, fn: FunctionVal, texts: tuple[tuple[str, str], ...]) -> str:
         a = fn.node.args
         params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
         params |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
         known = params | set(self.facts.bindings) | {"namespace"} | set(dir(builtins))
         module = fn.module.globals if fn.module is not None else {}
-        for text in texts:
+        for holds, text in texts:
+            if holds and not any(isinstance(n, ast.Constant) and n.value == holds
+                                 for n in ast.walk(fn.node)):  # fmt: skip
+                continue
             names = {n.id for n in ast.walk(parsed_summary(text))
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}  # fmt: skip
             if all(n in known or n in module for n in names):
                 return text
-        return texts[-1]
+        return texts[-1][1]
 
     def evaluate_in(self, st: PathState, module: str, text: str, env: dict[str, Value]) -> Paths:
         """A rule file's expression evaluated at the top level of `module` (its globals), with

@@ -125,8 +125,9 @@ class Facts:
     env: dict[str, str] = field(default_factory=dict)  # --env K=V
     packages: dict[str, bool] = field(default_factory=dict)  # optional package -> importable
     sinks: list[SinkRule] = field(default_factory=list)
-    # qualname -> expression text, or alternatives (the first whose names the release defines)
-    summaries: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
+    # qualname -> expression text, or alternatives (a string constant the function's code must
+    # hold, or "", and the text): the first that fits the release (Engine.defined_alternative)
+    summaries: dict[str, str | tuple[tuple[str, str], ...]] = field(default_factory=dict)
     opaque: list[str] = field(default_factory=list)  # globs of framework functions not entered
     bindings: dict[str, Value] = field(default_factory=dict)  # names summaries may use
     # True: a variable the user did not give with --env is unset on the target (each read is
@@ -174,7 +175,7 @@ class Facts:
             self.assume("platform", name, _shown(got), f"{self.source} platform.attributes")
         return got
 
-    def summary_for(self, qualname: str) -> str | tuple[str, ...] | None:
+    def summary_for(self, qualname: str) -> str | tuple[tuple[str, str], ...] | None:
         """The rules' summary of a framework function (what it returns, as an expression, or
         its alternatives: the engine takes the first whose names the release defines)."""
         return self.summaries.get(qualname)

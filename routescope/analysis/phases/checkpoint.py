@@ -114,3 +114,19 @@ def checkpoint_of(spec: RoutingSpec) -> Checkpoint:
             documents,
         )
     return cp
+
+
+def served_unquantized(spec: RoutingSpec, asked: str | None, quant_config: Value) -> str | None:
+    """A note where the checkpoint declares a quantization, none was asked for, and the
+    release builds the MoE block with no quantization config (vLLM 0.10.0 reads no
+    hf_quant_config.json): its layers are the bf16 ones, which the checkpoint's quantized
+    weights do not fit. Loading is not traced, so this is said, not decided."""
+    declared = spec.quant
+    if declared is None or asked is not None:
+        return None
+    if not (isinstance(quant_config, Const) and quant_config.value is None):
+        return None
+    return (f"the checkpoint declares {declared.scheme} ({declared.file}), but this release "
+            "builds the MoE block with no quantization config: its layers are unquantized, "
+            "which the checkpoint's quantized weights do not fit (weight loading is not "
+            "traced); --quant names the method the release should use")  # fmt: skip

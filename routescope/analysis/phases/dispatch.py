@@ -36,6 +36,7 @@ from routescope.analysis.phases.checkpoint import (
     config_instance,
     served_config,
     served_through,
+    served_unquantized,
     sidecar_value,
 )
 from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, into_consumer
@@ -229,6 +230,8 @@ def trace_dispatch(
         got = engine.evaluate_in(PathState(envs=[{}]), module, text, {})
         several = Unknown(f"{text} has several values", kind=UnknownKind.JOINED)
         values[name] = got[0][1] if len(got) == 1 else several
+    said = served_unquantized(spec, dep.quant, values.get("quant_config", quant_config))
+    notes.extend([said] if said else [])
     facts.bindings["model_class"] = model_cls
     facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
     facts.bindings["quant_config"] = quant_config

@@ -35,8 +35,13 @@ class FrameworkRules:
         return list(self.data.get("cases", []))
 
 
-def _alternatives(returns: str | list[str]) -> str | tuple[str, ...]:
-    return returns if isinstance(returns, str) else tuple(returns)
+def _alternatives(returns: Any) -> str | tuple[tuple[str, str], ...]:
+    """A summary's `returns`: an expression, or alternatives, each an expression or a table
+    {when_source_has = "...", returns = "..."} (the first that fits the release is taken)."""
+    if isinstance(returns, str):
+        return returns
+    return tuple((str(r.get("when_source_has", "")), str(r["returns"])) if isinstance(r, dict)
+                 else ("", str(r)) for r in returns)  # fmt: skip
 
 
 @cache
