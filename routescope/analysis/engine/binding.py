@@ -45,7 +45,7 @@ class BindingMixin(EngineBase):
         """The rules' summary of `fn` (recorded as an assumption): of its alternatives, each
         (a string constant the function's code must hold, or "", expression), the first that
         fits this release: its code holds the constant (the release's own function does what
-        the summary stands for: 0.10.1+ get_config read ModelOpt's sidecar file), and every
+        the summary stands for: a config reader that opens a sidecar file), and every
         name it reads is one the summary can read where `fn` is defined (its parameters, the
         rules' bindings, a builtin, a global of its module: a release that lacks a helper newer
         ones have takes the next); the last when none fits."""

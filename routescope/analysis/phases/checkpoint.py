@@ -118,9 +118,9 @@ def checkpoint_of(spec: RoutingSpec) -> Checkpoint:
 
 def served_unquantized(spec: RoutingSpec, asked: str | None, quant_config: Value) -> str | None:
     """A note where the checkpoint declares a quantization, none was asked for, and the
-    release builds the MoE block with no quantization config (vLLM 0.10.0 reads no
-    hf_quant_config.json): its layers are the bf16 ones, which the checkpoint's quantized
-    weights do not fit. Loading is not traced, so this is said, not decided."""
+    release builds the MoE block with no quantization config (a release that reads no
+    sidecar quantization file): its layers are the unquantized ones, which the checkpoint's
+    quantized weights do not fit. Loading is not traced, so this is said, not decided."""
     declared = spec.quant
     if declared is None or asked is not None:
         return None
