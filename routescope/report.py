@@ -75,14 +75,15 @@ def experts_text(path: dict[str, Any], limit: int = 3, brief: bool = False) -> s
 
     def named(hs: list[dict[str, Any]], kinds: bool) -> str:
         names = [h["name"].rpartition(":")[2].rpartition(".")[2]
-                 + (f" [{h.get('kind')}]" if kinds else "") for h in hs[:limit]]  # fmt: skip
+                 + (f" [{h['kind']}]" if kinds and h.get("kind") else "")
+                 for h in hs[:limit]]  # fmt: skip
         return ", ".join(names) + (f" and {len(hs) - limit} more" if len(hs) > limit else "")
 
     launched = path.get("experts") or []
     every = [h for h in launched if h.get("ways") == "every"]
     some = [h for h in launched if h.get("ways") != "every"]
     parts = [named(every, True)] if every else []
-    if some and brief:
+    if some and brief and every:
         return " ".join([*parts, f"(+{len(some)} on some ways)"])
     if some:
         parts.append(f"on some ways {named(some, False)}")

@@ -131,21 +131,42 @@ def advised(
     the kernels (`chooses`): the trace follows what that changes. The framework's own advice
     is tried first; the trace again decides whether it gets past the stop."""
     out: list[tuple[str, str]] = []
-    for dashes, name, sep, value in _SETTING.findall(message):
+    for m in _SETTING.finditer(message):
+        dashes, name, sep, value = m.groups()
         key = name.replace("-", "_")
         if key not in arguments or (not dashes and not sep.strip()):
             continue
+        around = message[max(0, m.start() - 24) : m.end(4) + 24]
+        if value.lower() in _WORDS or _NOT_ADVICE.search(around):
+            continue  # a word of the sentence ("--x is not supported"), or what it refuses
         current = arguments[key]
         if isinstance(current, bool):
             if value.lower() in ("true", "false") and value.lower() != str(current).lower():
                 out.append((key, value.lower()))
         elif key in chooses and str(current) != value:
             out.append((key, value))
-    for name in _FLAG.findall(message):
-        key = name.replace("-", "_")
-        if arguments.get(key) is False and not any(k == key for k, _ in out):
+    for m in _FLAG.finditer(message):
+        key = m.group(1).replace("-", "_")
+        around = message[max(0, m.start() - 24) : m.end() + 24]
+        if (
+            arguments.get(key) is False
+            and not any(k == key for k, _ in out)
+            and not (_NOT_ADVICE.search(around))
+        ):
             out.append((key, "true"))
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out))[:MAX_ADVISED]
+
+
+MAX_ADVISED = 2  # of a way-out search's MAX_TRIES traces, what a message's advice may take
+# words of a sentence that follow a flag where no value does ("--x is not supported", "set --x
+# to one of ...", "--x must be ...")
+_WORDS = frozenset(("is", "are", "was", "be", "been", "must", "should", "can", "cannot", "may",
+                    "will", "one", "not", "only", "no", "none", "requires", "required", "with",
+                    "without", "and", "or", "if", "when", "for", "the", "a", "an", "this",
+                    "that", "which", "it", "does", "do", "has", "have"))  # fmt: skip
+# a setting the message refuses or retires rather than advises
+_NOT_ADVICE = re.compile(r"\b(not|no longer|don't|deprecated|unsupported|requires|without)\b",
+                         re.IGNORECASE)  # fmt: skip
 
 
 def checkpoint_scheme(

@@ -674,8 +674,18 @@ def test_a_way_past_a_stop_is_first_what_its_message_says_to_set() -> None:
         "use --attention-backend triton",  # not a kernel-choosing argument
         "use --enable-dp-attention",  # a boolean already true
         "use --no-such-flag x",
+        # words of the sentence, and what a message refuses or retires (a review's examples)
+        "--moe-runner-backend is not supported on this GPU",
+        "set --moe-runner-backend to one of triton, cutlass",
+        "--moe-runner-backend must be given",
+        "do not use --disable-cuda-graph with this model",
+        "--disable-cuda-graph is deprecated",
+        "moe_runner_backend=cutlass requires SM100",
     ):
         assert advised(none, args, chooses) == [], none
+    many = "use --moe-runner-backend triton, or cutlass=1, or moe_runner_backend=marlin, " \
+           "or moe_runner_backend=cutlass, or --disable-cuda-graph"  # fmt: skip
+    assert len(advised(many, args, chooses)) == 2  # advice takes at most two of the traces
 
 
 @pytest.mark.network
@@ -775,6 +785,8 @@ def test_a_quantized_checkpoint_the_release_builds_unquantized_is_said() -> None
     spec: Any = SimpleNamespace(quant=info)
     said = served_unquantized(spec, None, Const(None))
     assert said is not None and "declares nvfp4 (hf_quant_config.json)" in said
+    in_config = QuantInfo("fp8", "fp8", None, None, (), "config.json", "quantization_config")
+    assert served_unquantized(SimpleNamespace(quant=in_config), None, Const(None)) is None  # type: ignore[arg-type]
     assert served_unquantized(spec, "modelopt_fp4", Const(None)) is None
     assert served_unquantized(spec, None, Instance(None, {}, "quant_config")) is None
     assert served_unquantized(SimpleNamespace(quant=None), None, Const(None)) is None  # type: ignore[arg-type]

@@ -37,3 +37,5 @@ def test_what_the_experts_launch_reads_every_way_first_then_some() -> None:
     )
     assert experts_text(path, brief=True) == "fused_moe_kernel [triton] (+2 on some ways)"
     assert experts_text({"experts": []}) == "" and experts_text({}) == ""
+    some_only = {"experts": [h("m:k", "", "some")]}
+    assert experts_text(some_only, brief=True) == "on some ways k"

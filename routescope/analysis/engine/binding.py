@@ -59,9 +59,14 @@ class BindingMixin(EngineBase):
         params |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
         known = params | set(self.facts.bindings) | {"namespace"} | set(dir(builtins))
         module = fn.module.globals if fn.module is not None else {}
+        raw = fn.node.body  # (a lambda's is one expression)
+        body: list[ast.AST] = list(raw) if isinstance(raw, list) else [raw]
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # (its docstring is not its code)
+        strings = {n.value for stmt in body for n in ast.walk(stmt)
+                   if isinstance(n, ast.Constant) and isinstance(n.value, str)}  # fmt: skip
         for holds, text in texts:
-            if holds and not any(isinstance(n, ast.Constant) and n.value == holds
-                                 for n in ast.walk(fn.node)):  # fmt: skip
+            if holds and holds not in strings:
                 continue
             names = {n.id for n in ast.walk(parsed_summary(text))
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}  # fmt: skip

@@ -122,11 +122,11 @@ def served_unquantized(spec: RoutingSpec, asked: str | None, quant_config: Value
     sidecar quantization file): its layers are the unquantized ones, which the checkpoint's
     quantized weights do not fit. Loading is not traced, so this is said, not decided."""
     declared = spec.quant
-    if declared is None or asked is not None:
+    if declared is None or asked is not None or declared.file != HF_QUANT_CONFIG:
         return None
     if not (isinstance(quant_config, Const) and quant_config.value is None):
         return None
     return (f"the checkpoint declares {declared.scheme} ({declared.file}), but this release "
             "builds the MoE block with no quantization config: its layers are unquantized, "
-            "which the checkpoint's quantized weights do not fit (weight loading is not "
-            "traced); --quant names the method the release should use")  # fmt: skip
+            "which the checkpoint's quantized weights are not laid out for (weight loading is "
+            "not traced); --quant names the method the release should use")  # fmt: skip

@@ -14,7 +14,6 @@ from routescope.analysis.engine.stack import on_reserved_stack
 from routescope.analysis.engine.state import RECORDING, Decision, PathState, Reads
 from routescope.analysis.engine.tensors import Count
 from routescope.analysis.engine.values import (
-    ClassVal,
     Const,
     External,
     Instance,
@@ -62,7 +61,7 @@ from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.ownconfig import own_config
 from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
 from routescope.analysis.phases.stops import Stop, explicit_stops, known_arguments
-from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_serving
+from routescope.analysis.phases.trace import TracedPath, first_class, trace_serving
 from routescope.errors import RoutescopeError
 from routescope.intake.spec import RoutingSpec
 from routescope.timing import phase
@@ -173,11 +172,7 @@ def trace_dispatch(
     with phase("server arguments"):
         server_args = server_arguments(engine, rules, dep, notes, forks, choosing)
     facts.bindings["server_args"] = server_args
-    found = (resolve_entry(engine, name) for name in rules.router_classes)
-    router_cls = next((c for c in found if isinstance(c, ClassVal)), None)
-    if router_cls is None:
-        named = " or ".join(rules.router_classes)
-        raise RoutescopeError(origin, f"{named} not found in this version")
+    router_cls = first_class(engine, rules.router_classes, origin)
     arch = (spec.architectures.value or ("",))[0]
     if not arch:
         raise RoutescopeError(

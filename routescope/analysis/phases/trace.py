@@ -21,6 +21,7 @@ from routescope.analysis.engine.values import (
     describe,
     raises,
 )
+from routescope.errors import RoutescopeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,18 @@ def resolve_entry(engine: Engine, entry: str) -> Value:
         results = engine.attribute(PathState(envs=[{}]), val, part)
         val = results[0][1]
     return val
+
+
+def first_class(engine: Engine, names: tuple[str, ...], origin: str) -> ClassVal:
+    """The first of `names` (`pkg.mod:Class`, the rules' alternatives) this release has; a
+    module there that does not import is an error naming why, not a reason to take the next."""
+    for name in names:
+        got = resolve_entry(engine, name)
+        if isinstance(got, ClassVal):
+            return got
+        if not (isinstance(got, Unknown) and got.kind in (UnknownKind.ABSENT, UnknownKind.OPAQUE)):
+            raise RoutescopeError(origin, f"{name}: {describe(got)}")
+    raise RoutescopeError(origin, f"{' or '.join(names)} not found in this version")
 
 
 def trace_call(
