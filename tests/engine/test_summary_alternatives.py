@@ -74,3 +74,26 @@ def test_an_alternative_holds_where_the_function_has_its_string(tmp_path: Path) 
         fn = resolve_entry(engine, "fw.cfg:get_config")
         outs = engine.call(PathState(envs=[{}]), fn, [Const("/ckpt")], {}, None)
         assert [v.value for _, v in outs] == [want], where  # type: ignore[attr-defined]
+
+
+def test_the_first_router_class_a_release_has_is_taken(tmp_path: Path) -> None:
+    """The rules' router class alternatives: a release without the first (no such module, or
+    no such class in it) takes the next; one whose module does not import is an error that
+    names why, not a reason to take the next; none at all is an error naming them all."""
+    import pytest
+
+    from routescope.analysis.phases.trace import first_class
+    from routescope.errors import RoutescopeError
+
+    files = {
+        "layer.py": "class FusedLayer:\n    pass\n",
+        "router.py": "class Other:\n    pass\n",
+        "broken.py": "raise ImportError('no kernels here')\n",
+    }
+    engine = Engine(make_tree(tmp_path, files), Facts())
+    names = ("fw.nowhere:Router", "fw.router:Router", "fw.layer:FusedLayer")
+    assert first_class(engine, names, "test").qualname == "fw.layer:FusedLayer"
+    with pytest.raises(RoutescopeError, match=r"fw\.broken:Router"):
+        first_class(engine, ("fw.broken:Router", "fw.layer:FusedLayer"), "test")
+    with pytest.raises(RoutescopeError, match=r"fw\.nowhere:Router or fw\.router:Router"):
+        first_class(engine, names[:2], "test")

@@ -177,7 +177,8 @@ class Facts:
 
     def summary_for(self, qualname: str) -> str | tuple[tuple[str, str], ...] | None:
         """The rules' summary of a framework function (what it returns, as an expression, or
-        its alternatives: the engine takes the first whose names the release defines)."""
+        its alternatives: the engine takes the first that fits the release, see
+        Engine.defined_alternative); recorded as an assumption once one is chosen."""
         return self.summaries.get(qualname)
 
     def summary_used(self, qualname: str, text: str) -> None:

@@ -120,7 +120,8 @@ def served_unquantized(spec: RoutingSpec, asked: str | None, quant_config: Value
     """A note where the checkpoint declares a quantization, none was asked for, and the
     release builds the MoE block with no quantization config (a release that reads no
     sidecar quantization file): its layers are the unquantized ones, which the checkpoint's
-    quantized weights do not fit. Loading is not traced, so this is said, not decided."""
+    quantized weights are not laid out for. Loading is not traced, so this is said, not
+    decided."""
     declared = spec.quant
     if declared is None or asked is not None or declared.file != HF_QUANT_CONFIG:
         return None
