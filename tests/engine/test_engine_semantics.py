@@ -375,6 +375,73 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.10.1 modelopt.py:1211-1220: `layer.w13_input_scale.max(dim=1).values.to(float32)`
+    # then `1 / w13_input_scale`: a reduction along a dimension is torch's named pair (values,
+    # indices), read by name, index or unpacking; `t.max()` and `t.max(other)` are one tensor
+    "reduction_named_pair": """
+def route(x):
+    s = torch.empty(4, 2, dtype=torch.float32)
+    scale = s.max(dim=1).values.to(torch.float32)
+    inv = 1 / scale
+    v, i = torch.min(s, 0)
+    kept = s.max(1, keepdim=True)[0]
+    order = torch.sort(s, dim=-1)
+    if (scale.shape == (4,) and isinstance(inv, torch.Tensor) and v.shape == (2,)
+            and i.dtype == torch.int64 and kept.shape == (4, 1) and order.indices.shape == (4, 2)
+            and isinstance(s.max(), torch.Tensor) and isinstance(torch.max(s, s), torch.Tensor)
+            and s.aminmax().max.dtype == torch.float32):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.10.1 scalar_type.py:142-166 ScalarType.id: a nested function writes the enclosing
+    # function's variables through `nonlocal` (each type's id; from_id :305-309 reads the map
+    # back). The writes were lost: every id was 0, and from_id(float4_e2m1f.id) gave the last
+    # type registered (uint8b128), so fused_marlin_moe.py:78 took NVFP4 for 8 bits
+    "nonlocal_writes_the_enclosing_frame": """
+IDS = {}
+
+class Kind:
+    def __init__(self, bits, bias):
+        self.bits, self.bias = bits, bias
+
+    def ident(self):
+        val = 0
+        offset = 0
+
+        def advance(member, width):
+            nonlocal val
+            nonlocal offset
+            val = val | (int(member) & ((1 << width) - 1)) << offset
+            offset = offset + width
+
+        advance(self.bits, 8)
+        advance(self.bias, 32)
+        IDS[val] = self
+        return val
+
+def outer():
+    total = 1
+
+    def middle():
+        def inner():
+            nonlocal total
+            total += 10
+        inner()
+        inner()
+        return total
+
+    got = middle()
+    return got, total
+
+FP4, U8 = Kind(4, 0), Kind(8, 128)
+FP4_ID, U8_ID = FP4.ident(), U8.ident()
+
+def route(x):
+    if (FP4_ID == 4 and U8_ID == 8 | 128 << 8 and IDS[FP4_ID] is FP4
+            and outer() == (21, 21)):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

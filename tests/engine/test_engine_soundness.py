@@ -678,3 +678,29 @@ def test_a_builtin_raise_on_decided_values_names_python_s_exception(tmp_path: Pa
                     if isinstance(p.value, PythonRaise))  # fmt: skip
     assert [name for name, _ in raised] == ["KeyError", "TypeError"]
     assert "'b'" in raised[0][1]
+
+
+def test_nonlocal_write_after_the_enclosing_call_returned_is_not_a_guess(tmp_path: Path) -> None:
+    """A closure called after its enclosing function returned writes a cell the engine does not
+    keep past that frame: the call's own value is exact, a later call's is unknown, never the
+    value as it was at the definition (before `nonlocal` was read, every write was lost and
+    each call returned 1)."""
+    files = {
+        "main.py": """
+        def make_counter():
+            count = 0
+            def bump():
+                nonlocal count
+                count += 1
+                return count
+            return bump
+        def first():
+            return make_counter()()
+        def second():
+            bump = make_counter()
+            bump()
+            return bump()
+    """
+    }
+    assert returned(run(tmp_path, files, entry="fw.main:first")) == [1]
+    assert returned(run(tmp_path / "2", files, entry="fw.main:second")) in ([None], [2])

@@ -28,6 +28,7 @@ def parsed_summary(text: str) -> ast.expr:
 # env slots: the frame a function's variables belong to, and the frames a closure reads from
 FRAME_KEY = "\x00frame"
 CLOSURE_FRAMES = "\x00closure-frames"
+NONLOCAL_KEY = "\x00nonlocal"  # the names a function declared `nonlocal`
 _FRAMES = itertools.count(1)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 from routescope.analysis.engine import enums
-from routescope.analysis.engine.base import Ctx, EngineBase
-from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
+from routescope.analysis.engine.base import Ctx, EngineBase, Outcome
+from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY, NONLOCAL_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.join import join_returns, join_states
 from routescope.analysis.engine.joinscope import joining
@@ -56,6 +56,36 @@ class DefinitionsMixin(EngineBase):
         token = env.get(FRAME_KEY)
         chain = (token, *(frames.value if isinstance(frames, Const) else ()))
         return {**outer, **env, CLOSURE_FRAMES: Const(tuple(t for t in chain if t is not None))}
+
+    def ex_Nonlocal(self, st: PathState, node: ast.Nonlocal) -> list[Outcome]:
+        declared = st.env.get(NONLOCAL_KEY)
+        names = set(declared.value) if isinstance(declared, Const) else set()
+        st.env[NONLOCAL_KEY] = Const(frozenset(names | set(node.names)))
+        return [(st, "normal", None)]
+
+    def write_cell(self, st: PathState, name: str, v: Value) -> bool:
+        """`nonlocal name` then `name = v`: the write goes to the nearest enclosing frame that
+        has the variable, while that frame is live on the path (Python's cell, shared with the
+        enclosing function). False when the name is not declared nonlocal here. Where the
+        enclosing call has returned (a closure called later), the value is this call's, and
+        the cell as later calls read it is unknown (the engine keeps no cell past its frame)."""
+        declared = st.env.get(NONLOCAL_KEY)
+        if not (isinstance(declared, Const) and name in declared.value):
+            return False
+        closure = self._closure_env
+        frames = closure.get(CLOSURE_FRAMES) if closure is not None else None
+        for token in frames.value if isinstance(frames, Const) else ():
+            live = next((e for e in reversed(st.envs) if e.get(FRAME_KEY) is token), None)
+            if live is not None and name in live:
+                live[name] = v
+                return True
+        st.env[name] = v
+        if closure is not None and name in closure:
+            closure[name] = Unknown(
+                f"{name}, written through nonlocal after its scope returned",
+                kind=UnknownKind.UNSUPPORTED,
+            )
+        return True
 
     def define_function(self, st: PathState, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Value:
         mod = self.ctx[-1].module

@@ -26,18 +26,12 @@ from routescope.analysis.engine.methods import ContainerMethod, call_method
 from routescope.analysis.engine.sinks import (
     UNRECOGNISED,
     CompiledFunction,
-    producer_of,
     role_of,
     routing_producer,
 )
 from routescope.analysis.engine.state import RECORDING, Frame, PathState, Reads, SinkHit, class_of
-from routescope.analysis.engine.tensors import (
-    METHOD_DTYPES,
-    SAME_DTYPE,
-    SAME_SHAPE,
-    TensorMethod,
-    known_result,
-)
+from routescope.analysis.engine.tensorcalls import tensor_method
+from routescope.analysis.engine.tensors import TensorMethod
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -81,41 +75,7 @@ class InvokeMixin(EngineBase):
                     return [(st, got)]
             return [(st, call_bound_const(fn, [snapshot(st, a) for a in args], kwargs))]
         if isinstance(fn, TensorMethod):
-            shape = fn.tensor.shape
-            if fn.name == "dim" and shape is not None and not args:
-                return [(st, Const(len(shape)))]
-            if fn.name == "is_contiguous":  # a bool: true for a fresh tensor, else not told
-                why = Unknown("whether a tensor is contiguous", kind=UnknownKind.OPAQUE)
-                return [(st, Const(True) if fn.tensor.contiguous else why)]
-            known = known_result(fn.tensor, fn.name, args)  # stride(i), element_size()
-            if known is not None:
-                return [(st, known)]
-            if (
-                fn.name == "size"
-                and shape is not None
-                and len(args) == 1
-                and isinstance(args[0], Const)
-                and isinstance(args[0].value, int)
-                and -len(shape) <= args[0].value < len(shape)
-            ):
-                return [(st, shape[args[0].value])]
-            made = fn.tensor.made_at or self.made_at(node)
-            same = fn.name in SAME_SHAPE  # elementwise and dtype changes keep the shape
-            dtype = METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in SAME_DTYPE else None)
-            flat = fn.name == "contiguous" or (fn.tensor.contiguous and fn.name in SAME_SHAPE)
-            return [
-                (
-                    st,
-                    Tensor(
-                        shape if same else None,
-                        dtype,
-                        producer=producer_of([fn.tensor, *args], st.claims),
-                        made_at=made,
-                        contiguous=flat,
-                        role=role_of([fn.tensor, *args]),
-                    ),
-                )
-            ]
+            return [(st, tensor_method(st, fn, args, kwargs, lambda: self.made_at(node)))]
         if isinstance(fn, ContainerMethod):
             return [(st, call_method(self, st, fn, args, kwargs))]
         if isinstance(fn, ConfigMethod):

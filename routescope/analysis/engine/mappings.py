@@ -13,8 +13,8 @@ import ast
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.bound import BoundOperation
-from routescope.analysis.engine.containers import DictVal, Entries
-from routescope.analysis.engine.contents import contains, entries, truth_in
+from routescope.analysis.engine.containers import DictVal, Entries, new_tuple
+from routescope.analysis.engine.contents import contains, entries, named_tuple_items, truth_in
 from routescope.analysis.engine.methods import ContainerMethod
 from routescope.analysis.engine.sequences import over_containers
 from routescope.analysis.engine.state import PathState, class_of
@@ -102,6 +102,9 @@ class MappingsMixin(EngineBase):
         data = self.dict_of(obj)
         if data is not None:
             return [(st, self.subscript(st, data, idx))]
+        items = named_tuple_items(st, obj)  # a NamedTuple indexes as the tuple it is
+        if items is not None:
+            return [(st, self.subscript(st, new_tuple(items), idx))]
         return [(st, self.subscript(st, obj, idx))]
 
     def membership_of(

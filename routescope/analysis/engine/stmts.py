@@ -6,6 +6,7 @@ import ast
 from typing import cast
 
 from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Outcome, handler
+from routescope.analysis.engine.binding import NONLOCAL_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
 from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items
@@ -175,7 +176,8 @@ class StmtMixin(EngineBase):
             if isinstance(declared, Const) and target.id in declared.value and self.ctx:
                 st.write(self.ctx[-1].module, target.id, v)  # `global X` then `X = ...`
                 return
-            env[target.id] = v
+            if NONLOCAL_KEY not in env or not self.write_cell(st, target.id, v):
+                env[target.id] = v
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._unpack(st, target.elts, v)
         elif isinstance(target, ast.Attribute):

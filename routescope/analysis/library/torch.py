@@ -11,6 +11,7 @@ from routescope.analysis.engine.bound import LIBRARY
 from routescope.analysis.engine.contents import seq_items
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.tensorcalls import PAIR_ALWAYS, PAIR_WITH_DIM, torch_pair
 from routescope.analysis.engine.tensors import FACTORIES, NON_TENSOR_TORCH, PARAMETER, made_tensor
 from routescope.analysis.engine.values import (
     Const,
@@ -191,6 +192,11 @@ def _tensor_op(
     """An op on tensors: its result keeps the routing kernel that produced its inputs, or the
     router's scores it was computed from."""
     inputs = [*args, *kwargs.values()]
+    op = name.removeprefix("torch.")
+    if args and (op in PAIR_WITH_DIM or op in PAIR_ALWAYS):  # torch.max(t, dim=1): a pair
+        pair = torch_pair(op, args[0], args[1:], kwargs, st.claims, eng.made_at(node))
+        if pair is not None:
+            return one(st, pair)
     made = Tensor(
         producer=producer_of(inputs, st.claims), made_at=eng.made_at(node), role=role_of(inputs)
     )

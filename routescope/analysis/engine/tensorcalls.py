@@ -1,0 +1,160 @@
+"""Calls of a tensor's methods, and torch's reductions that return two tensors.
+
+torch returns a named pair (torch.return_types) from a reduction along a dimension and from a
+sort: `t.max(dim=1)` is (values, indices), `t.max()` one tensor, `t.max(other)` one tensor
+elementwise. Code reads the pair by name (`.values`, `.indices`), by index or by unpacking; taken
+for one tensor, `.values` read as the tensor's own method (sparse `Tensor.values`) and anything
+computed from it was unknown: a quantized experts layer's weight conversion that inverts
+`scale.max(dim=1).values` could divide by zero there, and every way through it raised."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from routescope.analysis.engine.contents import FIELD
+from routescope.analysis.engine.sinks import producer_of, role_of
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.tensors import (
+    METHOD_DTYPES,
+    SAME_DTYPE,
+    SAME_SHAPE,
+    TensorMethod,
+    known_result,
+)
+from routescope.analysis.engine.values import (
+    ClassVal,
+    Const,
+    External,
+    Instance,
+    Tensor,
+    Unknown,
+    UnknownKind,
+    Value,
+)
+
+# a pair when given a dimension (else one tensor): torch.max(t, dim), t.min(dim=0), ...
+PAIR_WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
+# always a pair, and its fields: (values, indices) unless said
+PAIR_ALWAYS = {
+    "mode": ("values", "indices"),
+    "kthvalue": ("values", "indices"),
+    "sort": ("values", "indices"),
+    "cummax": ("values", "indices"),
+    "cummin": ("values", "indices"),
+    "aminmax": ("min", "max"),
+}
+# ops that reduce along their dimension (the others keep the input's shape)
+_REDUCING = PAIR_WITH_DIM | {"mode", "kthvalue"}
+_CLASSES: dict[tuple[str, tuple[str, str]], ClassVal] = {}
+
+
+def return_type(op: str, names: tuple[str, str]) -> ClassVal:
+    """torch.return_types.<op>: a NamedTuple of two fields (one class per op, per process)."""
+    key = (op, names)
+    cls = _CLASSES.get(key)
+    if cls is None:
+        attrs: dict[str, Value] = {f"{FIELD}{n}": Const(n) for n in names}
+        cls = ClassVal(f"torch.return_types:{op}", None, None, (External("typing.NamedTuple"),),
+                       attrs)  # fmt: skip
+        _CLASSES[key] = cls
+    return cls
+
+
+def torch_pair(
+    op: str,
+    tensor: Value,
+    rest: list[Value],
+    kwargs: dict[str, Value],
+    claims: dict[int, Any],
+    made: Any,
+) -> Value | None:
+    """What `op(tensor, *rest, **kwargs)` returns where it is a named pair (or may be one:
+    then Unknown); None where it is one tensor (or `op` is not one of these)."""
+    names = PAIR_ALWAYS.get(op)
+    dim: Value | None = kwargs.get("dim")
+    if names is None:
+        if op not in PAIR_WITH_DIM:
+            return None
+        first = rest[0] if rest else None
+        if dim is None and first is not None and not isinstance(first, Tensor):
+            dim = first
+        if dim is None:
+            return None  # t.max() or t.max(other): one tensor
+        if not (isinstance(dim, Const) and isinstance(dim.value, int)):
+            why = f"{op}() of an argument not known to be a dimension or a tensor"
+            return Unknown(why, kind=UnknownKind.OPAQUE)
+        names = ("values", "indices")
+    inputs = [tensor, *rest, *kwargs.values()]
+    shape = _shape(op, tensor, dim, kwargs.get("keepdim"))
+    dtype = tensor.dtype if isinstance(tensor, Tensor) else None
+    producer, role = producer_of(inputs, claims), role_of(inputs)
+    second = "torch.int64" if names[1] == "indices" else dtype
+    fields: dict[str, Value] = {
+        names[0]: Tensor(shape, dtype, producer=producer, made_at=made, role=role),
+        names[1]: Tensor(shape, second, producer=producer, made_at=made, role=role),
+    }
+    return Instance(return_type(op, names), fields, f"torch.return_types.{op}")
+
+
+def _shape(op: str, t: Value, dim: Value | None, keepdim: Value | None) -> tuple[Value, ...] | None:
+    if not isinstance(t, Tensor) or t.shape is None:
+        return None
+    if op not in _REDUCING:
+        return t.shape
+    if op == "aminmax" or not (isinstance(dim, Const) and isinstance(dim.value, int)):
+        return None
+    n = len(t.shape)
+    if not -n <= dim.value < n:
+        return None
+    i = dim.value % n
+    if keepdim is None or (isinstance(keepdim, Const) and keepdim.value is False):
+        return (*t.shape[:i], *t.shape[i + 1 :])
+    if isinstance(keepdim, Const) and keepdim.value is True:
+        return (*t.shape[:i], Const(1), *t.shape[i + 1 :])
+    return None
+
+
+def tensor_method(
+    st: PathState,
+    fn: TensorMethod,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    made_at: Callable[[], Any],
+) -> Value:
+    """What calling a tensor's method gives: its layout where asked (dim(), size(i),
+    stride(i), element_size(), is_contiguous()), a named pair where torch returns one, else a
+    new tensor (of the same shape for elementwise methods and dtype changes)."""
+    shape = fn.tensor.shape
+    if fn.name == "dim" and shape is not None and not args:
+        return Const(len(shape))
+    if fn.name == "is_contiguous":  # a bool: true for a fresh tensor, else not told
+        why = Unknown("whether a tensor is contiguous", kind=UnknownKind.OPAQUE)
+        return Const(True) if fn.tensor.contiguous else why
+    known = known_result(fn.tensor, fn.name, args)  # stride(i), element_size()
+    if known is not None:
+        return known
+    if (
+        fn.name == "size"
+        and shape is not None
+        and len(args) == 1
+        and isinstance(args[0], Const)
+        and isinstance(args[0].value, int)
+        and -len(shape) <= args[0].value < len(shape)
+    ):
+        return shape[args[0].value]
+    made = fn.tensor.made_at or made_at()
+    pair = torch_pair(fn.name, fn.tensor, args, kwargs, st.claims, made)
+    if pair is not None:
+        return pair
+    same = fn.name in SAME_SHAPE  # elementwise and dtype changes keep the shape
+    dtype = METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in SAME_DTYPE else None)
+    flat = fn.name == "contiguous" or (fn.tensor.contiguous and fn.name in SAME_SHAPE)
+    return Tensor(
+        shape if same else None,
+        dtype,
+        producer=producer_of([fn.tensor, *args], st.claims),
+        made_at=made,
+        contiguous=flat,
+        role=role_of([fn.tensor, *args]),
+    )
