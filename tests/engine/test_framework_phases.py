@@ -200,3 +200,18 @@ def test_a_configuration_every_way_through_raises_is_said(engine: Engine) -> Non
     server_arguments(engine, _rules(product="build_config"), dep, notes, [])
     assert not isinstance(engine.facts.bindings["server_config"], Instance)
     assert any("build_config did not finish" in f and "ValueError" in f for f in engine.fatal)
+
+
+def test_a_platform_fact_compares_a_gpu_profile_field() -> None:
+    """`@gpu.capability >= (10, 0)`: what a compiled support probe answers on the GPU (vLLM's
+    cutlass_scaled_mm_supports_fp4: capability >= 100), with the profile as its origin; a fact
+    that is not '<field> <op> <literal>' is a rules error naming the fact."""
+    from routescope.analysis.phases.frameworks import _fact
+    from routescope.errors import RoutescopeError
+
+    for gpu, want in (("sm120", True), ("sm100", True), ("sm90", False), ("sm80", False)):
+        got = _fact("@gpu.capability >= (10, 0)", resolve_gpu(gpu), "rules platform.calls x")
+        assert isinstance(got, Const) and got.value is want, gpu
+        assert any("GPU profile" in o for o in got.origins)
+    with pytest.raises(RoutescopeError, match=r"platform\.calls x"):
+        _fact("@gpu.capability ~ (10, 0)", resolve_gpu("sm90"), "rules platform.calls x")

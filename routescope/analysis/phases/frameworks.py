@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import operator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -60,9 +61,30 @@ def load_framework(name: str) -> FrameworkRules:
     return FrameworkRules(data["id"], f"rules/frameworks/{path.name}", data)
 
 
+_COMPARE = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt,
+            "==": operator.eq, "!=": operator.ne}  # fmt: skip
+
+
 def _fact(text: str, gpu: GpuProfile, origin: str, gpus: int = 1) -> Value:
+    """A platform fact's value: `@gpus`, a GPU profile field (`@gpu.capability`), such a field
+    compared with a literal (`@gpu.capability >= (10, 0)`: what a kernel library's support probe
+    answers on that GPU), or a Python literal."""
     if text == "@gpus":  # the GPUs the server sees: as many as its tensor-parallel ranks
         return Const(gpus, ("--tp: the GPUs the server sees",))
+    head, _, rest = text.partition(" ")
+    if head.startswith("@gpu.") and rest:
+        op, _, literal = rest.partition(" ")
+        compare = _COMPARE.get(op)
+        try:
+            other = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            compare = None
+        if compare is None:
+            raise RoutescopeError(origin, f"fact {text!r} is not '@gpu.<field> <op> <literal>'")
+        got = _fact(head, gpu, origin, gpus)
+        if not isinstance(got, Const):
+            return got
+        return Const(bool(compare(got.value, other)), (*got.origins, origin))
     if text.startswith("@gpu."):
         field = text.removeprefix("@gpu.")
         value = getattr(gpu, field, None)
