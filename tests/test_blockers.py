@@ -14,7 +14,7 @@ import pytest
 
 from routescope import api, report
 from routescope.analysis.engine.state import Decision
-from routescope.analysis.engine.values import Const
+from routescope.analysis.engine.values import Const, Tensor
 from routescope.analysis.phases.deployment import Deployment
 from routescope.blockers import (
     kernel_rule,
@@ -490,9 +490,9 @@ def test_a_step_that_raises_on_every_way_where_python_raises_is_a_blocker(
     """A set-up step every way through which reaches `raise E("...")` stops the deployment:
     its place, exception and message as the source writes them, and the condition that led
     there. So does one where Python itself raises on a decided value (`None.get_name()`:
-    implicit, with the line that raised). An assert, or an attribute of an object the engine
-    cannot tell is absent in Python, is not one: those say as much about what routescope
-    builds as about the deployment."""
+    implicit, with the line that raised). An assert on a value with no provenance, or an
+    attribute of an object the engine cannot tell is absent in Python, is not one: those say
+    as much about what routescope builds as about the deployment."""
     from routescope.analysis.engine.core import Engine
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
@@ -615,6 +615,64 @@ class Layer:
     assert stop.guard is not None and stop.guard.text.startswith("not blackwell")
     staged = [n.partition(" on its own")[0] for n in engine.staged]
     assert staged == ["building Method (a bare value)", "building Block", "building Layer"]
+
+
+def test_an_assert_on_the_deployment_s_own_sizes_stops_a_staged_step(tmp_path: Path) -> None:
+    """vLLM 0.10.2 modelopt.py:1353 (process_weights_after_loading, CUTLASS NVFP4): `assert
+    layer.w2_weight_scale.shape[2] % 16 == 0` fails for Qwen3-30B-A3B-NVFP4 at TP8 (768 / 8 /
+    16 = 6): every value the condition read is a size from config.json and --tp, so the step
+    stops the deployment, with the assert's message and its own condition as the guard. An
+    assert that read a tensor of unknown shape, or a bare value with no provenance, stays a
+    note: it says as much about what routescope builds."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+import torch
+
+class Layer:
+    pass
+
+def convert(experts, hidden, width, tp):
+    layer = Layer()
+    layer.w2_weight_scale = torch.empty(experts, hidden, width // tp // 16)
+    assert (layer.w2_weight_scale.shape[2] % 16 == 0), (
+        "Expected weight_scale.dim(1) to be divisible by 16")
+
+def contiguous(x):
+    assert x.shape[1] == 16, "Hidden size mismatch"
+
+def bare(n):
+    assert n % 16 == 0
+"""
+    engine = Engine(make_tree(tmp_path, {"load.py": src}), Facts())
+    sizes = [
+        Const(128, ("config.json: num_experts",)),
+        Const(2048, ("config.json: hidden",)),
+        Const(768, ("config.json: moe_intermediate_size",)),
+        Const(8, ("--tp",)),
+    ]
+    for what, entry, args, stops in (
+        ("converting at TP8", "fw.load:convert", sizes, True),
+        ("converting at TP1", "fw.load:convert", [*sizes[:3], Const(1, ("--tp",))], False),
+        ("a tensor of unknown shape", "fw.load:contiguous", [Tensor()], False),
+        ("a bare value", "fw.load:bare", [Const(6)], False),
+    ):
+        fn = resolve_entry(engine, entry)
+        run_phase(engine, 10_000, what,
+                  lambda f=fn, a=args: engine.call(PathState(envs=[{}]), f, a, {}, None),
+                  record_inputs=True, as_served=False, raise_stops=True)  # fmt: skip
+        assert any(w == what for w, _ in engine.stops) is stops, what
+    (stop,) = explicit_stops(engine)
+    assert (stop.step, stop.exception, stop.line) == ("converting at TP8", "AssertionError", 10)
+    assert stop.message == "Expected weight_scale.dim(1) to be divisible by 16"
+    assert stop.guard is not None and stop.guard.value is False
+    assert stop.guard.text == "layer.w2_weight_scale.shape[2] % 16 == 0"
 
 
 def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:

@@ -256,6 +256,7 @@ def after_loading(
                     record_inputs=True,
                     merge_at=1,  # what it builds, not how: ways that built alike join at once
                     as_served=False,
+                    raise_stops=True,  # (a check of the weights' sizes on every way stops it)
                 )
                 done = [w for w, _ in ways if not w.stopped and w.raising is None]
                 nxt.extend(done or [s])

@@ -1,9 +1,11 @@
 """The steps a deployment stops at: a set-up or decode step every way through which raises,
 where the raise is certain in Python: a `raise` statement of the framework's own code, or a
 builtin operation on values the facts decide (`None.get_name()` on a quantization config the
-checkpoint leaves None). An assert, or an exception the engine cannot tell is Python's (an
-operand perhaps absent, state a running worker would hold and no phase builds), says as much
-about what routescope builds as about the deployment, and is not a stop."""
+checkpoint leaves None). An exception the engine cannot tell is Python's (an operand perhaps
+absent, state a running worker would hold and no phase builds) says as much about what
+routescope builds as about the deployment, and is not a stop; nor is an assert, unless the
+values its own condition read all come from the deployment (a weight's shape made from
+config.json's sizes and --tp: `assert w2_weight_scale.shape[2] % 16 == 0`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.state import Decision, PathState
+from routescope.analysis.engine.state import Decision, Input, PathState
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -53,10 +55,10 @@ def explicit_stops(engine: Engine) -> tuple[Stop, ...]:
             continue
         file, line, function = at
         said = _what_raised(engine, st)
-        if said is None:
-            continue
+        if said is None or (said[0] == "AssertionError" and not raised_by_statement(engine, st)):
+            continue  # (an assert stops only on the deployment's own values)
         decided = tuple(d for d in reversed(st.decisions) if d.value is not None)
-        out[file, line] = Stop(what, file, line, function, said[0], said[1], _guard(st),
+        out[file, line] = Stop(what, file, line, function, said[0], said[1], _guard(engine, st),
                                implicit=isinstance(st.raising, PythonRaise),
                                statement=_statement_text(engine, function.partition(":")[0],
                                                          line),
@@ -76,14 +78,38 @@ def _what_raised(engine: Engine, st: PathState) -> tuple[str, str] | None:
     return said if said is not None and said[0].rsplit(".", 1)[-1] == _class_name(exc) else None
 
 
-def _guard(st: PathState) -> Decision | None:
-    """The decided condition nearest before the raise, in the function that raised."""
+def _guard(engine: Engine, st: PathState) -> Decision | None:
+    """The decided condition nearest before the raise, in the function that raised (for an
+    assert: its own condition)."""
     at = st.raised_at
     if at is None:
         return None
+    node = _assert_at(engine, at[2].partition(":")[0], at[1])
+    if node is not None:
+        end = node.end_lineno or at[1]
+        return next((d for d in reversed(st.decisions) if d.function == at[2]
+                     and at[1] <= d.line <= end and d.value is False), None)  # fmt: skip
     return next((d for d in reversed(st.decisions)
                  if d.function == at[2] and d.line < at[1] and d.value is not None),
                 None)  # fmt: skip
+
+
+def _assert_at(engine: Engine, module: str, line: int) -> ast.Assert | None:
+    """The assert statement at `line` of `module`, if that is one."""
+    info = engine.index.module(module)
+    if info is None or info.tree is None:
+        return None
+    return next((n for n in ast.walk(info.tree) if isinstance(n, ast.Assert) and n.lineno == line),
+                None)  # fmt: skip
+
+
+def _leaves(inputs: tuple[Input, ...]) -> tuple[Input, ...]:
+    """The values a condition read, less the objects it read them through (`layer` and
+    `layer.w2_weight_scale` of `layer.w2_weight_scale.shape`)."""
+    texts = [i.text for i in inputs]
+    return tuple(i for i in inputs
+                 if not any(t != i.text and t.startswith(i.text) and t[len(i.text)] in ".[("
+                            for t in texts))  # fmt: skip
 
 
 def raised_by_statement(engine: Engine, st: PathState) -> bool:
@@ -95,13 +121,22 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
     refusing the GPU and runner backend: `not get_platform().is_blackwell and not
     use_marlin_fallback`); one whose test read state the model's own build sets up (`_stack
     is None`: the layer stack `make_layers` opens around its layers), or an operation Python
-    raises on, is the staging's."""
+    raises on, is the staging's. An assert counts where every value its own condition read
+    (not the objects it read them through) is a known value with such a provenance."""
     if isinstance(st.raising, PythonRaise) or _what_raised(engine, st) is None:
         return False
-    guard = _guard(st)
-    if guard is None or not guard.inputs or not all(i.origins for i in guard.inputs):
+    guard = _guard(engine, st)
+    if guard is None or not guard.inputs:
         return False
-    return any(not _IN_SOURCE.fullmatch(o) for i in guard.inputs for o in i.origins)
+    at = st.raised_at
+    read = guard.inputs
+    if at is not None and _assert_at(engine, at[2].partition(":")[0], at[1]) is not None:
+        read = _leaves(read)  # an assert: what its condition read, every value of it
+        if any(i.data[0] not in ("constant", "enum") for i in read):
+            return False
+    if not all(i.origins for i in read):
+        return False
+    return any(not _IN_SOURCE.fullmatch(o) for i in read for o in i.origins)
 
 
 # an origin that is a place in the source (a value set by the code there), not a fact of the
@@ -125,23 +160,30 @@ def _raise_statement(engine: Engine, module: str, line: int) -> tuple[str, str] 
     if info is None or info.tree is None:
         return None
     for node in ast.walk(info.tree):
+        if isinstance(node, ast.Assert) and node.lineno == line:
+            return "AssertionError", _message(node.msg)
         if isinstance(node, ast.Raise) and node.lineno == line and node.exc is not None:
             exc = node.exc
             if not isinstance(exc, ast.Call):
                 return ast.unparse(exc), ""
-            msg = exc.args[0] if exc.args else None
-            if isinstance(msg, ast.Constant) and isinstance(msg.value, str):
-                text = msg.value
-            elif isinstance(msg, ast.JoinedStr):  # an f-string: its text, {names} left as such
-                text = "".join(str(v.value) if isinstance(v, ast.Constant) else
-                               "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
-                               for v in msg.values)  # fmt: skip
-            elif msg is not None:
-                text = ast.unparse(msg)
-            else:
-                text = ""
-            return ast.unparse(exc.func), " ".join(text.split())[:300]
+            return ast.unparse(exc.func), _message(exc.args[0] if exc.args else None)
     return None
+
+
+def _message(msg: ast.expr | None) -> str:
+    """An exception's message as the source writes it (an f-string: its text, {names} left as
+    such), on one line, cut at 300 characters."""
+    if isinstance(msg, ast.Constant) and isinstance(msg.value, str):
+        text = msg.value
+    elif isinstance(msg, ast.JoinedStr):
+        text = "".join(str(v.value) if isinstance(v, ast.Constant) else
+                       "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
+                       for v in msg.values)  # fmt: skip
+    elif msg is not None:
+        text = ast.unparse(msg)
+    else:
+        text = ""
+    return " ".join(text.split())[:300]
 
 
 def _statement_text(engine: Engine, module: str, line: int) -> str:
