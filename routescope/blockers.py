@@ -254,9 +254,9 @@ def path_blockers(
 
 
 def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
-    """A step every way through which raises, at a `raise` statement or (implicit) where Python
-    raises on a decided value: the deployment stops there (the server does not start, or the
-    decode step fails)."""
+    """A step every way through which raises, at a `raise` statement, an assert on the
+    deployment's own values, or (implicit) where Python raises on a decided value: the
+    deployment stops there (the server does not start, or the decode step fails)."""
     where = f"{stop['file']}:{stop['line']}"
     said = f"{stop['exception']}: {stop['message']}" if stop["message"] else stop["exception"]
     guard = stop.get("guard")
@@ -264,6 +264,9 @@ def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
         line = stop.get("statement") or "the statement"
         why = f"every way through {stop['step']} raises {stop['exception']} in `{line}` at {where}"
         evidence = [f"{where}: {line} raises {said} (in {stop['function']})"]
+    elif str(stop.get("statement", "")).startswith("assert"):  # its guard is its condition
+        why = f"every way through {stop['step']} fails the assert at {where}"
+        evidence = [f"{where}: assert fails: {said} (in {stop['function']})"]
     else:
         raised = f"`raise {stop['exception']}(...)`"
         why = f"every way through {stop['step']} reaches {raised} at {where}"

@@ -134,6 +134,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             advised,
             checkpoint_scheme,
             find_way_out,
+            past_a_split,
             past_a_stop,
             switch_by_tracing,
             try_changes,
@@ -165,9 +166,11 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         if stops and dispatch.stops:
             args = dict(dispatch.arguments)
             chooses = tuple(sa.get("chooses", ()))
+            sharding = dict(sa.get("sharding", {}))
             changes = [c for s in dispatch.stops  # what its message says to do, first
                        for c in (*advised(s.message, args, chooses),
-                                 *past_a_stop(s.guards, args, chooses))]  # fmt: skip
+                                 *past_a_stop(s.guards, args, chooses),
+                                 *past_a_split(s.guards, args, sharding, dep.tp))]  # fmt: skip
             if dep.quant is None and spec.quant is not None:
                 changes += checkpoint_scheme(spec.quant.method, spec.quant.scheme,
                                              sa.get("quant_aliases", {}), quant_field)  # fmt: skip

@@ -111,6 +111,23 @@ def past_a_stop(
     return list(dict.fromkeys(out))
 
 
+def past_a_split(
+    guards: tuple[Decision, ...], arguments: dict[str, object], sharding: dict[str, str], tp: int
+) -> list[tuple[str, str]]:
+    """Past a step that raised on a size --tp split (each rank's share of an expert's width,
+    too narrow for a kernel's tiles): the rules' other ways of sharding the experts (`sharding`:
+    argument -> value, `@tp` standing for --tp), each a change the trace decides again. Only
+    where the guard nearest the raise read a value made from --tp."""
+    if not guards or not any(o == "--tp" for i in guards[0].inputs for o in i.origins):
+        return []
+    out: list[tuple[str, str]] = []
+    for name, value in sharding.items():
+        want = str(tp) if value == "@tp" else value
+        if name in arguments and str(arguments[name]).lower() != want.lower():
+            out.append((name, want))
+    return out
+
+
 # `name=value`, `--name=value` or `--name value` in an error message (the value maybe quoted)
 # (each found from every word on: a lookahead, so that "use x=y" is read at "x" as well)
 _SETTING = re.compile(

@@ -673,6 +673,10 @@ def bare(n):
     assert stop.message == "Expected weight_scale.dim(1) to be divisible by 16"
     assert stop.guard is not None and stop.guard.value is False
     assert stop.guard.text == "layer.w2_weight_scale.shape[2] % 16 == 0"
+    b = stop_blocker(report.stop_dict(stop), "fw 1.0")
+    assert b["why"] == ("every way through converting at TP8 fails the assert at fw/load.py:10, "
+                        "after `layer.w2_weight_scale.shape[2] % 16 == 0` is false")  # fmt: skip
+    assert b["evidence"][-1].startswith("fw/load.py:10: assert fails: AssertionError: Expected")
 
 
 def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:
@@ -698,6 +702,29 @@ def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:
     # up to 0.5.3 the layers read a dict of the arguments (global_server_args_dict)
     read = guard("global_server_args_dict['disable_shared_experts_fusion']", False)
     assert past_a_stop((read,), args, ()) == [("disable_shared_experts_fusion", "true")]
+
+
+def test_a_way_past_a_stop_on_a_size_tp_split_shards_the_experts_otherwise() -> None:
+    """vLLM 0.24.0, Qwen3-30B-A3B-FP8 at TP8: fp8.py:563 raises where each rank's share of the
+    expert width (768 / 8 = 96) is not a multiple of the 128-wide weight block. The rules'
+    `sharding` (expert parallelism) is tried past it, and only where the guard nearest the
+    raise read a value made from --tp; a setting already made is no change."""
+    from routescope.analysis.engine.state import Decision, Input
+    from routescope.wayout import past_a_split
+
+    def guard(origins: tuple[str, ...]) -> Decision:
+        read = (Input("intermediate_size_per_partition", "96", origins, ("constant", 96)),)
+        return Decision("fp8.py", 563, "m:f", "intermediate_size_per_partition % block_n != 0",
+                        True, read)  # fmt: skip
+
+    split = guard(("config.json: moe_intermediate_size", "--tp"))
+    sharding = {"enable_expert_parallel": "true", "ep_size": "@tp"}
+    args = {"enable_expert_parallel": False, "ep_size": 1}
+    got = past_a_split((split,), args, sharding, 8)
+    assert got == [("enable_expert_parallel", "true"), ("ep_size", "8")]
+    assert past_a_split((guard(("config.json: moe_intermediate_size",)),), args, sharding, 8) == []
+    assert past_a_split((split,), {"enable_expert_parallel": True}, sharding, 8) == []
+    assert past_a_split((), args, sharding, 8) == []
 
 
 def test_a_way_past_a_stop_is_first_what_its_message_says_to_set() -> None:
