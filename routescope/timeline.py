@@ -207,6 +207,7 @@ def build_timeline(
                         d = deciding_decision(path)
                         chosen[side] = _shown(d) if d is not None else None
         b, a = prev["release"], cur["release"]
+        stopped = _stopped(before, after) if b.blockers != a.blockers else {}
         changes.append({
             "from_version": versions[i - 1], "to_version": versions[i],
             "before": _public(b), "after": _public(a),
@@ -216,6 +217,7 @@ def build_timeline(
                        if getattr(b, k) != getattr(a, k)],
             "decisions": decided,
             "chosen": chosen,
+            "stopped": stopped,
         })  # fmt: skip
     return {
         "model": req.model,
@@ -233,6 +235,19 @@ def build_timeline(
         "groups": [{"versions": g["versions"], **_public(g["release"])} for g in groups],
         "changes": changes,
     }
+
+
+def _stopped(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Where each release that stops in a step stops, and the guard it stops after (the
+    blockers changed between them: a check one release makes and the other does not)."""
+    out: dict[str, Any] = {}
+    for side, got in (("before", before), ("after", after)):
+        blockers = (got.get("report") or {}).get("blockers") or ()
+        stop = next((x for x in blockers if x["kind"] == "raises"), None)
+        if stop is not None:
+            out[side] = {"at": stop["where"], "after": stop.get("after", ""),
+                         "what": stop["what"]}  # fmt: skip
+    return out
 
 
 def _plain(v: Any) -> Any:

@@ -157,6 +157,38 @@ def test_a_step_that_raises_is_a_blocker_of_the_release() -> None:
     assert r.same_path(summarise("0.5.6.post2", {"report": moved}))
 
 
+def test_a_change_in_what_stops_says_where_each_release_stops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """vLLM 0.11.0 -> 0.11.1 for Qwen3-30B-A3B-NVFP4 at TP8: 0.11.0 stops in the weights'
+    conversion at an assert 0.11.1 no longer makes. The paths past it are alike, so no path
+    decision differs; the change says where the release stopped, and after which guard."""
+    stopped = json.loads(json.dumps(OLD))
+    stopped["dispatch"]["status"] = "blocked"
+    stopped["blockers"] = [{
+        "kind": "raises", "exception": "AssertionError", "where": "modelopt.py:1384",
+        "step": "process_weights_after_loading on the built block",
+        "after": "`layer.w2_weight_scale.shape[2] % 16 == 0` is false",
+        "what": "vllm 0.11.0 stops in process_weights_after_loading: AssertionError",
+    }]  # fmt: skip
+    by_version = {"0.11.0": stopped, "0.11.1": OLD}
+
+    def fake(req: api.InspectRequest) -> dict[str, Any]:
+        return {"report": by_version[req.framework.partition("==")[2]]}  # type: ignore[union-attr]
+
+    monkeypatch.setattr("routescope.timeline._one", fake)
+    req = api.InspectRequest(model="qwen3", framework="vllm", gpu="sm120", tp=8)
+    t = build_timeline(req, list(by_version), jobs=1)
+    (change,) = t["changes"]
+    assert change["stopped"] == {"before": {
+        "at": "modelopt.py:1384", "after": "`layer.w2_weight_scale.shape[2] % 16 == 0` is false",
+        "what": "vllm 0.11.0 stops in process_weights_after_loading: AssertionError"}}  # fmt: skip
+    text = render.text(t)
+    assert ("0.11.0 stops at modelopt.py:1384, after `layer.w2_weight_scale.shape[2] % 16 == 0` "
+            "is false") in text  # fmt: skip
+    assert "- 0.11.0 stops at `modelopt.py:1384`, after" in render.markdown(t)
+
+
 def test_range_is_final_releases_and_an_unknown_bound_is_exit_2() -> None:
     versions = ["0.5.8", "0.5.9", "0.5.10rc1", "0.5.10", "0.5.11", "0.4.0.post1"]
     assert releases_between("sglang", versions, "0.5.9", "0.5.10") == ["0.5.9", "0.5.10"]

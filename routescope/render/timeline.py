@@ -52,6 +52,10 @@ def _change_lines(c: dict[str, Any], indent: str = "    ") -> list[str]:
         d = (c.get("chosen") or {}).get(side)
         if d is not None:  # the branch that chose this release's kernel
             out.append(f"{indent}{version} chose its kernel at {_decision(d)}")
+        stop = (c.get("stopped") or {}).get(side)
+        if stop is not None:  # where the release stops, and the guard it stops after
+            after = f", after {stop['after']}" if stop["after"] else ""
+            out.append(f"{indent}{version} stops at {stop['at']}{after}")
     for block in c["decisions"]:
         for d in block["before"]:
             out.append(f"{indent}- {c['from_version']}: {_decision(d)}")
@@ -101,6 +105,10 @@ def markdown(t: dict[str, Any]) -> str:
                 cond = code(" ".join(d["condition"].split()))
                 out.append(f"- {version} chose its kernel at {code(d['at'])}: {cond} → "
                            f"**{_word(d['value'])}**")  # fmt: skip
+            stop = (c.get("stopped") or {}).get(side)
+            if stop is not None:
+                after = f", after {stop['after']}" if stop["after"] else ""
+                out.append(f"- {version} stops at {code(stop['at'])}{cell(after)}")
         for block in c["decisions"]:
             for side, version in (("before", c["from_version"]), ("after", c["to_version"])):
                 for d in block[side]:
