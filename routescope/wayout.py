@@ -258,8 +258,11 @@ def try_changes(
         if doc is None:
             continue
         status = doc["dispatch"]["status"]
-        if status != "selected":
-            tried.append(f"{flag}: {status}")
+        if status != "selected":  # and why, where a set-up or decode step did not finish
+            why = next(iter(doc["dispatch"].get("incomplete") or ()), "")
+            if len(why) > 200:
+                why = why[:200].rsplit(" ", 1)[0] + " …"
+            tried.append(f"{flag}: {status}" + (f" ({why})" if why else ""))
             continue
         if doc.get("blockers"):
             tried.append(f"{flag}: blocked too ({doc['blockers'][0]['what']})")

@@ -254,6 +254,16 @@ def test_way_out_is_the_first_candidate_traced_clean() -> None:
     none = find_way_out(guards, fields, "quantization", current, dep, rejects)
     assert none["flags"] == [] and len(none["tried"]) == 2
 
+    def unfinished(d: Deployment) -> dict[str, Any]:  # a change whose trace did not finish
+        doc = copy.deepcopy(clean)
+        doc["dispatch"]["status"] = "provisional"
+        doc["dispatch"]["incomplete"] = ["the experts layer's decode forward did not finish"]
+        return doc
+
+    tried = find_way_out(guards, fields, "quantization", current, dep, unfinished)["tried"]
+    assert tried[0] == ("--quant modelopt_fp4: provisional (the experts layer's decode forward "
+                        "did not finish)")  # fmt: skip
+
 
 def test_a_stop_where_the_checkpoint_chose_the_quantization_tries_its_scheme_named() -> None:
     """ModelOpt's generic `modelopt` read as FP8 raises for an NVFP4 checkpoint: naming the
