@@ -6,6 +6,7 @@ first what its message tells the user to set."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -204,9 +205,15 @@ def flag_text(name: str, value: str, quant_field: str) -> str:
 
 
 def changed(dep: Deployment, name: str, value: str, quant_field: str) -> Deployment:
+    """`dep` with one argument changed, its value read as `--set` reads it (JSON where it
+    parses: 8 an integer, true a boolean; else the string)."""
     if name == quant_field:
         return replace(dep, quant=value)
-    return replace(dep, server_args={**dep.server_args, name: value})
+    try:
+        parsed: object = json.loads(value)
+    except (ValueError, RecursionError):
+        parsed = value
+    return replace(dep, server_args={**dep.server_args, name: parsed})
 
 
 def find_way_out(

@@ -735,6 +735,14 @@ def test_a_way_past_a_stop_on_a_size_tp_split_shards_the_experts_otherwise() -> 
     assert past_a_split((guard(("config.json: moe_intermediate_size",)),), args, sharding, 8) == []
     assert past_a_split((split,), {"enable_expert_parallel": True}, sharding, 8) == []
     assert past_a_split((), args, sharding, 8) == []
+    # a way out's value is read as --set reads it: SGLang's ep_size is an int field
+    from routescope.wayout import changed
+
+    dep = Deployment(resolve_gpu("sm120"), tp=8)
+    pairs = (("ep_size", "8"), ("moe_runner_backend", "marlin"), ("enable_eplb", "true"))
+    got = [changed(dep, n, v, "quantization").server_args for n, v in pairs]
+    assert got == [{"ep_size": 8}, {"moe_runner_backend": "marlin"}, {"enable_eplb": True}]
+    assert changed(dep, "quantization", "modelopt_fp4", "quantization").quant == "modelopt_fp4"
 
 
 def test_a_way_past_a_stop_is_first_what_its_message_says_to_set() -> None:
