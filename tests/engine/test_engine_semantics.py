@@ -442,6 +442,62 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # SGLang 0.5.15 / vLLM quantization/base_config.py method_has_implemented_embedding: whether
+    # a quant method overrides the base's `embedding`, compared by identity through
+    # inspect.getattr_static (no descriptor run); the default where no class of the MRO has it
+    "getattr_static_reads_the_class_dictionaries": """
+import inspect
+from abc import ABC
+
+class Method(ABC):
+    def embedding(self, layer):
+        raise NotImplementedError
+
+    def apply(self, layer):
+        pass
+
+class Plain(Method):
+    def apply(self, layer):
+        pass
+
+class WithEmbedding(Plain):
+    def embedding(self, layer):
+        return layer
+
+def implements(cls):
+    base = inspect.getattr_static(Method, "embedding", None)
+    own = inspect.getattr_static(cls, "embedding", None)
+    return own is not None and own is not base
+
+def route(x):
+    if (not implements(Plain) and implements(WithEmbedding)
+            and inspect.getattr_static(Plain, "missing", 7) == 7):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # SGLang 0.5.15 modelopt_quant.py:1366-1373 HybridFp8NvFp4Config.__init__ copies the FP8
+    # config's attributes with `self.__dict__.update(fp8_config.__dict__)` (no super().__init__):
+    # what is written into an object's __dict__ is its attributes
+    "instance_dict_writes_are_attributes": """
+class Fp8:
+    def __init__(self, mx):
+        self.use_mx = mx
+        self.block = [128, 128]
+
+    def name(self):
+        return "mxfp8" if self.use_mx else "fp8"
+
+class Hybrid(Fp8):
+    def __init__(self, inner):
+        self.__dict__.update(inner.__dict__)
+        self.__dict__["experts"] = "nvfp4"
+
+def route(x):
+    h = Hybrid(Fp8(False))
+    if h.name() == "fp8" and h.block == [128, 128] and h.experts == "nvfp4":
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

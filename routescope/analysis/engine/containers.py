@@ -214,6 +214,28 @@ class DictVal(Value):
         return e.with_item(key, value)
 
 
+class InstanceDict(DictVal):
+    """`obj.__dict__` of a framework object, read while the object lives: what is written into
+    it is the object's attributes (`self.__dict__.update(other.__dict__)` copies another
+    object's attributes onto this one; `self.__dict__[name] = v` sets one). A key that is not a
+    string, or one routescope cannot tell, leaves the attributes as they were."""
+
+    __slots__ = ("owner",)
+    mirrored = True
+
+    def __init__(self, entries: Entries, owner: Value) -> None:
+        super().__init__(entries)
+        self.owner = owner
+
+    def mirror(self, st: Any, contents: Entries) -> None:
+        fields = {
+            k: v for k, (_kv, v) in contents.items.items() if isinstance(k, str)
+        }  # (an attribute deleted from the dict stays: routescope keeps what it knew)
+        own = dict(st.fields(self.owner))
+        own.update(fields)
+        st.store(self.owner, own)
+
+
 class SetVal(Value):
     """A mutable set: its members live on each path."""
 

@@ -104,8 +104,11 @@ class ObjectsMixin(EngineBase):
         if isinstance(obj, ModuleVal):
             return [(st, self.module_attr(obj, name, st))]
         if isinstance(obj, (ListVal, DictVal, SetVal)):
-            if not hasattr(_BUILTIN[type(obj)], name):  # (a dict read as a config object)
-                kind = _BUILTIN[type(obj)].__name__
+            builtin = (
+                list if isinstance(obj, ListVal) else dict if isinstance(obj, DictVal) else set
+            )
+            if not hasattr(builtin, name):  # (a dict read as a config object)
+                kind = builtin.__name__
                 return [(st, Unknown(f"{kind} has no attribute {name}", kind=UnknownKind.ABSENT))]
             return [(st, ContainerMethod(obj, name))]
         if isinstance(obj, CompiledModule):
@@ -146,7 +149,7 @@ class ObjectsMixin(EngineBase):
             if got is not None:
                 return [(st, got)]
             if name == "__dict__" and obj.cls is not None:
-                return [(st, records.instance_dict(obj.cls, st.fields(obj)))]
+                return [(st, records.instance_dict(obj, obj.cls, st.fields(obj)))]
             if name == "__class__" and obj.cls is not None:
                 return [(st, obj.cls)]  # (one assigned to the object is its field, above)
             if obj.cls is not None:
@@ -364,7 +367,6 @@ def _defining(receiver: Value, fn: FunctionVal) -> ClassVal | None:
 
 
 # the builtin type of each tracked container: the names its objects answer to
-_BUILTIN: dict[type, type] = {ListVal: list, DictVal: dict, SetVal: set}
 
 
 class SuperProxy(Instance):

@@ -188,13 +188,16 @@ class PathState:
     def store(self, obj: Value, contents: Any) -> None:
         """Replace what `obj` holds on this path (contents are never changed in place); an
         object the whole process shares, whatever way wrote it (sys.modules), holds it."""
-        if getattr(type(obj), "process_wide", False):
+        kind = type(obj)
+        if getattr(kind, "process_wide", False):
             set_base(obj, contents)
             return
         self.heap[id(obj)] = contents
         self.heap_objs[id(obj)] = obj
         for r in RECORDING:
             r.writes[id(obj)] = obj
+        if getattr(kind, "mirrored", False):  # an object's __dict__: its attributes change too
+            obj.mirror(self, contents)  # type: ignore[attr-defined]
 
     def adopt(self, other: PathState) -> None:
         """Take on the object state a branch of this path left (what a call run aside on it

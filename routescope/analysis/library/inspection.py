@@ -17,6 +17,7 @@ from routescope.analysis.engine.values import (
     Instance,
     Value,
 )
+from routescope.analysis.library.records import closed_attributes
 from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
@@ -78,4 +79,32 @@ def _signature(
     if isinstance(target, FunctionVal) and not isinstance(target.node, ast.Lambda):
         bound = target.bound is not None and "staticmethod" not in target.decorators
         return one(st, signature(eng, target, drop_first=bound))
+    return None
+
+
+@models("inspect.getattr_static")
+def _getattr_static(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """inspect.getattr_static(cls, "name"[, default]): the attribute as the dictionaries along
+    the class's MRO hold it, no descriptor run (a check whether a subclass overrides a base's
+    method compares the two by identity). Where no class of the MRO has it, the default only
+    when the bases from outside are known to have no such attribute."""
+    attr = args[1] if len(args) > 1 else kwargs.get("attr")
+    default = args[2] if len(args) > 2 else kwargs.get("default")
+    target = eng.resolved(args[0]) if args else None
+    if not isinstance(target, ClassVal) or not isinstance(attr, Const):
+        return None
+    if not isinstance(attr.value, str):
+        return None
+    found = target.lookup(attr.value)
+    if found is not None:
+        return one(st, found)
+    if default is not None and closed_attributes(target, attr.value):
+        return one(st, default)
     return None

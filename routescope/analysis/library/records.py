@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.containers import (
     DictVal,
+    InstanceDict,
     ListVal,
     SetVal,
     TupleVal,
@@ -352,11 +353,12 @@ def class_vars(cls: ClassVal) -> Value:
     return _dict({k: v for k, v in cls.attrs.items() if not k.startswith(FIELD)})
 
 
-def instance_dict(cls: ClassVal, fields: dict[str, Value]) -> Value:
-    """`obj.__dict__` (read): its attributes; a msgspec Struct keeps its fields in slots and
-    has a __dict__ only when made with dict=True, holding what is not a field."""
+def instance_dict(obj: Instance, cls: ClassVal, fields: dict[str, Value]) -> Value:
+    """`obj.__dict__` (read): its attributes, as a dict whose changes are the object's (see
+    InstanceDict); a msgspec Struct keeps its fields in slots and has a __dict__ only when made
+    with dict=True, holding what is not a field."""
     if not is_struct(cls):
-        return str_dict(dict(fields))
+        return InstanceDict(str_dict(dict(fields)).base, obj)
     if cls.lookup("__struct_dict__") is None:
         return Unknown(f"{cls.qualname} has no __dict__", kind=UnknownKind.ABSENT)
     names = set(field_names(cls))
