@@ -213,3 +213,71 @@ def test_a_block_takes_what_its_parent_hands_it_beyond_the_values(tmp_path: Path
     assert len(notes) == 1
     assert "stream" in notes[0] and "q_on" in notes[0] and "is_v4" not in notes[0]
     assert "models/toy.py:" in notes[0]
+
+
+HYBRID = {
+    "models/__init__.py": "",
+    "models/toy.py": """
+        from fw.router import TopKRouter
+
+        def make_layers(n, layer_fn, prefix=""):
+            return [layer_fn(idx=i, prefix=f"{prefix}.{i}") for i in range(n)]
+
+        class ToyMoE:
+            def __init__(self, config, layer_idx, prefix=""):
+                self.router = TopKRouter(config.top_k)
+
+        class ToyMoEDecoder:
+            def __init__(self, config, layer_idx, prefix=""):
+                self.mixer = ToyMoE(config, layer_idx=layer_idx, prefix=f"{prefix}.mixer")
+
+        class ToyMambaDecoder:
+            def __init__(self, config, layer_idx, prefix=""):
+                self.mixer = None
+
+        LAYER_TYPES = {"M": ToyMambaDecoder, "E": ToyMoEDecoder}
+
+        class ToyModel:
+            def __init__(self, config, prefix=""):
+                def get_layer(idx, prefix):
+                    layer_class = LAYER_TYPES[config.pattern[idx]]
+                    return layer_class(config, idx, prefix=prefix)
+
+                self.layers = make_layers(len(config.pattern), get_layer, prefix=f"{prefix}.layers")
+
+        class ToyForCausalLM:
+            def __init__(self, config):
+                self.model = ToyModel(config, "model")
+    """,
+    "router.py": """
+        class TopKRouter:
+            def __init__(self, top_k):
+                self.top_k = top_k
+    """,
+    "config.py": """
+        class Config:
+            top_k = 6
+            pattern = "MEME"
+    """,
+}
+
+
+def test_a_layer_picked_from_a_table_by_a_factory_is_the_decoder_layer(tmp_path: Path) -> None:
+    """A hybrid model (shaped like SGLang 0.5.15's nemotron_h.py:797-808) builds each layer in a
+    function it hands to `make_layers`, picking the layer's class from a module-level table by
+    the layer's kind: that class is the decoder layer, built on its own (its index unknown),
+    never the model above it with every layer."""
+    engine = Engine(make_tree(tmp_path, HYBRID), Facts(sinks=SINKS))
+    model = resolve_entry(engine, "fw.models.toy:ToyForCausalLM")
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    config_cls = resolve_entry(engine, "fw.config:Config")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    assert isinstance(config_cls, ClassVal)
+    site = find_block(engine, model, router)
+    values = {"config": Instance(config_cls, {}), "prefix": Const("model.layers.1.mixer")}
+    built = build_block(engine, site, values, router)
+    assert built
+    for st, block, got in built:
+        assert isinstance(block, Instance) and block.cls is not None
+        assert block.cls.qualname == "fw.models.toy:ToyMoEDecoder"
+        assert isinstance(got, Instance) and getattr(st.fields(got)["top_k"], "value", 0) == 6

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from routescope.analysis.engine.containers import DictVal
+from routescope.analysis.engine.contents import entries
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.data import as_data
 from routescope.analysis.engine.state import PathState
@@ -127,18 +129,51 @@ def _required_missing(cls: ClassVal, given: dict[str, Value]) -> list[str]:
 _REPEATED = (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.For)
 
 
+def _repeated(init: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The parts of a constructor that run once per layer: a lambda, a comprehension, a loop,
+    or a function it defines and hands to a call (`make_layers(n, get_layer)`)."""
+    handed = {
+        a.id
+        for c in ast.walk(init)
+        if isinstance(c, ast.Call)
+        for a in (*c.args, *(k.value for k in c.keywords))
+        if isinstance(a, ast.Name)
+    }
+    return [
+        n
+        for n in ast.walk(init)
+        if isinstance(n, _REPEATED)
+        or (
+            n is not init
+            and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.name in handed
+        )
+    ]
+
+
+def _tabled(owner: ClassVal, name: str, child: ClassVal) -> bool:
+    """Whether the module global `name` of `owner`'s module is a table whose values include
+    `child` (a factory that picks each layer's class by its kind: `TYPES[pattern[idx]]`)."""
+    table = owner.module.globals.get(name) if owner.module is not None else None
+    if not isinstance(table, DictVal):
+        return False
+    st = PathState(envs=[{}])
+    return any(v is child for _, v in entries(st, table).items.values())
+
+
 def _built_per_layer(parent: ClassVal, child: ClassVal) -> bool:
-    """Whether the constructor of `parent` (or a base's) builds `child` once per layer: names it
-    inside a lambda, a comprehension or a loop (`make_layers(n, lambda prefix: Layer(...))`,
-    `nn.ModuleList([Layer(i) for i in range(n)])`)."""
+    """Whether the constructor of `parent` (or a base's) builds `child` once per layer: names it,
+    or a table of classes that holds it, inside a part that runs once per layer (`make_layers(n,
+    lambda prefix: Layer(...))`, `nn.ModuleList([Layer(i) for i in range(n)])`)."""
     name = child.node.name if child.node is not None else child.qualname.rpartition(".")[2]
     for owner in parent.mro():
         node = getattr(owner.attrs.get("__init__"), "node", None)
-        repeated = [n for n in ast.walk(node) if isinstance(n, _REPEATED)] if node else []
-        for sub in (s for r in repeated for s in ast.walk(r)):
-            if (isinstance(sub, ast.Name) and sub.id == name) or (
-                isinstance(sub, ast.Attribute) and sub.attr == name
-            ):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for sub in (s for r in _repeated(node) for s in ast.walk(r)):
+            if (
+                isinstance(sub, ast.Name) and (sub.id == name or _tabled(owner, sub.id, child))
+            ) or (isinstance(sub, ast.Attribute) and sub.attr == name):
                 return True
     return False
 
