@@ -627,6 +627,74 @@ class Layer:
     assert staged == ["building Method (a bare value)", "building Block", "building Layer"]
 
 
+def test_a_raise_after_a_probe_call_and_a_backend_enum_stops(tmp_path: Path) -> None:
+    """SGLang 0.5.15 modelopt_quant.py:1897-1908: the NVFP4 MoE method reads the GPU through a
+    cached probe (`is_blackwell_supported()`, an lru_cache wrapper) and the runner backend
+    through an enum made from the flag (`MoeRunnerBackend(server_args.moe_runner_backend)`,
+    then `backend.is_marlin()`). The probe's result is what the test read (not the wrapper), and
+    the member made from the flag keeps where it came from: DeepSeek-V4-Flash NVFP4 on SM90
+    stops there; with the Marlin backend it does not."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+import functools
+from enum import Enum
+
+class Backend(Enum):
+    AUTO = "auto"
+    MARLIN = "marlin"
+    ROUTED = "flashinfer_trtllm_routed"
+
+    def is_marlin(self):
+        return self == Backend.MARLIN
+
+BACKEND = None
+CAPABILITY = None
+
+def configure(flag, capability):
+    global BACKEND, CAPABILITY
+    BACKEND = Backend(flag)
+    CAPABILITY = capability
+
+@functools.lru_cache(maxsize=1)
+def is_blackwell_supported():
+    return CAPABILITY[0] in (10, 11, 12)
+
+class Method:
+    def __init__(self):
+        use_marlin_fallback = BACKEND.is_marlin()
+        if not is_blackwell_supported() and not use_marlin_fallback:
+            raise ValueError("Current platform does not support NVFP4 quantization")
+"""
+    engine = Engine(make_tree(tmp_path, {"quant.py": src}), Facts())
+    configure, method = (
+        resolve_entry(engine, "fw.quant:configure"),
+        resolve_entry(engine, "fw.quant:Method"),
+    )
+    sm90 = Const((9, 0), ("GPU profile sm90: capability",))
+    for what, flag, stops in (("building Method", "flashinfer_trtllm_routed", True),
+                              ("building Method (marlin)", "marlin", False)):  # fmt: skip
+        set_up = engine.call(PathState(envs=[{}]), configure, [Const(flag, ("--set",)), sm90],
+                             {}, None)  # fmt: skip
+        engine.commit_all([st for st, _ in set_up])  # (the state a start-up step leaves)
+        run_phase(engine, 10_000, what,
+                  lambda: engine.call(PathState(envs=[{}]), method, [], {}, None),
+                  record_inputs=True, as_served=False, raise_stops=True)  # fmt: skip
+        assert any(w == what for w, _ in engine.stops) is stops, what
+    (stop,) = explicit_stops(engine)
+    assert (stop.exception, stop.line) == ("ValueError", 29)
+    assert stop.guard is not None
+    read = {i.text: i.origins for i in stop.guard.inputs}
+    assert read == {"is_blackwell_supported()": ("GPU profile sm90: capability",),
+                    "use_marlin_fallback": ("--set",)}  # fmt: skip
+
+
 def test_an_assert_on_the_deployment_s_own_sizes_stops_a_staged_step(tmp_path: Path) -> None:
     """vLLM 0.10.2 modelopt.py:1353 (process_weights_after_loading, CUTLASS NVFP4): `assert
     layer.w2_weight_scale.shape[2] % 16 == 0` fails for Qwen3-30B-A3B-NVFP4 at TP8 (768 / 8 /

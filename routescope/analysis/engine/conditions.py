@@ -163,14 +163,26 @@ class ConditionsMixin(EngineBase):
         if known is not None and known[0] is test:
             return known[1]
         found: dict[str, ast.expr] = {}
+        callees = {id(c.func) for c in ast.walk(test) if isinstance(c, ast.Call)}
         for sub in ast.walk(test):
-            if isinstance(sub, (ast.Name, ast.Attribute)) and not isinstance(
-                getattr(sub, "ctx", None), ast.Store
+            if isinstance(sub, ast.Call):
+                if _probe(sub):  # what the call gave (`is_blackwell_supported()`)
+                    found.setdefault(self.source_text(sub), sub)
+            elif (
+                isinstance(sub, (ast.Name, ast.Attribute))
+                and not isinstance(getattr(sub, "ctx", None), ast.Store)
+                and id(sub) not in callees  # (the function called is no value it read)
             ):
                 found.setdefault(self.source_text(sub), sub)
         names = [(sub, text) for text, sub in found.items()]
         self._names_in[id(test)] = (test, names)  # the node is kept: its id stays its own
         return names
+
+
+def _probe(call: ast.Call) -> bool:
+    """A call a condition reads as a value: of no arguments or of constants only (a capability
+    probe: `is_blackwell_supported()`, `platform.has_device_capability(100)`)."""
+    return all(isinstance(a, ast.Constant) for a in (*call.args, *(k.value for k in call.keywords)))
 
 
 def _known_truth(v: Value, truthy: bool) -> Value:

@@ -227,7 +227,9 @@ class ConstructMixin(EngineBase):
                     and isinstance(m.value, Const)
                     and m.value.value == arg.value
                 ):
-                    return EnumMember(m.cls, m.name, Const(m.value.value, arg.origins))
+                    got = EnumMember(m.cls, m.name, Const(m.value.value, arg.origins))
+                    got.origins = arg.origins  # (what compares it keeps where it came from)
+                    return got
             return Unknown(
                 f"{cls.qualname} has no member with value {arg.value!r}", kind=UnknownKind.ABSENT
             )

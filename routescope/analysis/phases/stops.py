@@ -114,7 +114,8 @@ def _leaves(inputs: tuple[Input, ...]) -> tuple[Input, ...]:
 
 def raised_by_statement(engine: Engine, st: PathState) -> bool:
     """Did the path raise at a `raise` statement of the framework's own code, after a test
-    decided on the deployment: every value the nearest guard before it read has a provenance,
+    decided on the deployment: every value the nearest guard before it read (not the objects
+    it read them through; a probe call's result is such a value) has a provenance,
     one at least a fact of the deployment (the GPU profile, config.json, a flag), not only
     places in the source? A step routescope stages (a block built from the values, outside
     its model) that raises so on every way stops the deployment too (an NVFP4 MoE method
@@ -129,11 +130,10 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
     if guard is None or not guard.inputs:
         return False
     at = st.raised_at
-    read = guard.inputs
-    if at is not None and _assert_at(engine, at[2].partition(":")[0], at[1]) is not None:
-        read = _leaves(read)  # an assert: what its condition read, every value of it
-        if any(i.data[0] not in ("constant", "enum") for i in read):
-            return False
+    read = _leaves(guard.inputs)  # the values it read, not the objects it read them through
+    is_assert = at is not None and _assert_at(engine, at[2].partition(":")[0], at[1]) is not None
+    if is_assert and any(i.data[0] not in ("constant", "enum") for i in read):
+        return False  # an assert: every value its condition read is known
     if not all(i.origins for i in read):
         return False
     return any(not _IN_SOURCE.fullmatch(o) for i in read for o in i.origins)
