@@ -82,6 +82,11 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
         every = {h["name"] for h in path["experts"] if h["ways"] == "every"}
         assert set(case["experts"]) <= every, path["experts"]
     sink = path["sink"]
+    if sink is None and want == "blocked" and case.get("past") == "unknown":
+        # past the stop the block is half built (the constructor that raised left it so): the
+        # router named is the one the way out reaches
+        assert path["outcome"] != "sink", path
+        sink = blockers[0]["way_out"]["sink"]
     if case["kind"] == "bypassed":  # the router routes nothing and the kernel is not named
         assert sink is None and path["outcome"] == "return"
     else:
