@@ -475,6 +475,53 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.29.0 config/utils.py:83-127: replace() keeps the instance's __dict__ entries whose
+    # Field (rebuilt with dataclasses.field(..., init=...)) is an __init__ parameter, so the
+    # copy keeps the quantization config already built; model_loader/utils.py:239-256 memoizes
+    # the model class by hash() of a tuple of the config's values
+    "dataclass_field_objects_and_hash": """
+from dataclasses import dataclass, field, fields, MISSING
+
+def get_field(cls, name):
+    f = next(f for f in fields(cls) if f.name == name)
+    return field(default=f.default, default_factory=f.default_factory, init=f.init)
+
+def replace(inst, **kwargs):
+    cls = type(inst)
+    kept = {k: v for k, v in inst.__dict__.items() if get_field(cls, k).init}
+    kept.update(kwargs)
+    return cls(**kept)
+
+@dataclass
+class Config:
+    model: str = "m"
+    quant: object = None
+    hidden: int = field(default=3, init=False)
+    extra: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.quant is None:
+            self.quant = "built for " + self.model
+
+BY_HASH = {}
+
+def arch(model, archs):
+    key = hash((model, "none", tuple(archs or [])))
+    if key in BY_HASH:
+        return BY_HASH[key]
+    BY_HASH[key] = (model, len(archs))
+    return BY_HASH[key]
+
+def route(x):
+    copy = replace(Config("outer"), model="text")
+    if (copy.quant == "built for outer" and copy.model == "text"
+            and not get_field(Config, "hidden").init
+            and get_field(Config, "extra").default is MISSING
+            and arch("m", ["A"]) == arch("m", ["A"]) == ("m", 1)
+            and hash(1) == hash(1.0)):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
     # SGLang 0.5.15 modelopt_quant.py:1366-1373 HybridFp8NvFp4Config.__init__ copies the FP8
     # config's attributes with `self.__dict__.update(fp8_config.__dict__)` (no super().__init__):
     # what is written into an object's __dict__ is its attributes

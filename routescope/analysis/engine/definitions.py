@@ -254,6 +254,8 @@ class DefinitionsMixin(EngineBase):
             for key, val in list(cls.attrs.items()):
                 if isinstance(val, records.FieldDefault) and val.validate:  # (pydantic's)
                     cls.attrs[f"{records.VALIDATE_DEFAULT}{key}"] = Const(True)
+                if isinstance(val, records.FieldDefault) and val.init is not None:
+                    cls.attrs[f"{records.INIT}{key}"] = val.init  # field(init=False)
                 if isinstance(val, records.FieldDefault) and records.has_default(val):
                     cls.attrs[key] = val.default  # type: ignore[assignment]
         for key, val in list(cls.attrs.items()):

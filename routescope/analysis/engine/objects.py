@@ -277,6 +277,8 @@ class ObjectsMixin(EngineBase):
             return [(st, Unknown(f"attribute {name} of function", kind=UnknownKind.OPAQUE))]
         if isinstance(obj, Unknown):  # an attribute of an unknown value: as unknown
             return [(st, Unknown(obj.reason, obj.origins, kind=obj.kind))]
+        if isinstance(obj, records.FieldDefault):  # dataclasses.field(...)'s Field
+            return [(st, obj.read(name))]
         return [(st, Unknown(f"attribute of {type(obj).__name__}", kind=UnknownKind.UNSUPPORTED))]
 
     def _method(self, st: PathState, found: FunctionVal, obj: Value, cls: Value) -> Paths:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import math
 import posixpath
 import re
@@ -11,7 +12,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from routescope.analysis.engine.containers import (
+    UNHASHABLE,
+    UNTOLD,
     from_python,
+    key_of,
 )
 from routescope.analysis.engine.values import (
     Const,
@@ -247,7 +251,41 @@ def _special(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value:
         return Const(None)
     if name == "object" and not args and not kwargs:
         return Instance(None, {}, SENTINEL)  # a fresh object: identical to itself only
+    if name == "hash" and len(args) == 1 and not kwargs:
+        return _hash(args[0])
     return Unknown(f"{name}()", kind=UnknownKind.UNSUPPORTED)
+
+
+def _hash(v: Value) -> Value:
+    """hash() of a value made of numbers, strings, bytes and tuples of them (a memo keyed by
+    the hash of its inputs): equal values hash alike, as in Python. Strings hash by a digest
+    (Python's own is salted per process), so a report reads the same on every run; an object
+    hashed by identity stays unknown."""
+    k = key_of(v)
+    if k is UNHASHABLE:
+        return raises("TypeError", "unhashable type")
+    stable = _stable_hash(k) if k is not UNTOLD else None
+    if stable is None:
+        return Unknown("hash() of a value hashed by identity or unknown", v.origins,
+                       kind=UnknownKind.UNSUPPORTED)  # fmt: skip
+    return Const(stable, v.origins)
+
+
+def _stable_hash(k: object) -> int | None:
+    if k is None:
+        return 0x5EED
+    if isinstance(k, (bool, int, float, complex)):
+        return hash(k)  # (numbers hash the same in every process; 1, 1.0 and True alike)
+    if isinstance(k, (str, bytes)):
+        data = k.encode() if isinstance(k, str) else b"b" + k
+        return int.from_bytes(hashlib.sha256(data).digest()[:7], "big")
+    if isinstance(k, (tuple, frozenset)):
+        parts = [_stable_hash(x) for x in k]
+        if any(p is None for p in parts):
+            return None
+        ordered_parts = sorted(parts) if isinstance(k, frozenset) else parts  # type: ignore[type-var]
+        return _stable_hash(repr((type(k).__name__, ordered_parts)))
+    return None
 
 
 def _map(fname: str, seq: Const) -> Value:

@@ -103,6 +103,7 @@ def is_record(cls: ClassVal) -> bool:
 
 # the class attribute marking a field whose default pydantic validates (validate_default=True)
 VALIDATE_DEFAULT = "__validate_default__"
+INIT = "__field_init__"  # the class attribute keeping a field's `init=` (False: no parameter)
 
 
 class FieldDefault(Value):
@@ -110,12 +111,28 @@ class FieldDefault(Value):
     default factory, picked up by the class (or `defstruct`) that declares the field."""
 
     def __init__(
-        self, default: Value | None, factory: Value | None, validate: bool = False
+        self,
+        default: Value | None,
+        factory: Value | None,
+        validate: bool = False,
+        init: Value | None = None,
     ) -> None:
         super().__init__()
         self.default = None if _missing(default) else default  # MISSING: none given
         self.factory = None if _missing(factory) else factory
         self.validate = validate  # pydantic's validate_default: its validators see the default
+        self.init = init  # field(init=False): not a parameter of the class's __init__
+
+    def read(self, name: str) -> Value:
+        """An attribute of the Field object (a helper that copies a field: `.init`,
+        `.default`, `.default_factory`); MISSING where none was given, as dataclasses says."""
+        if name == "init":
+            return self.init if self.init is not None else Const(True)
+        if name == "default":
+            return self.default if self.default is not None else External(MISSING)
+        if name == "default_factory":
+            return self.factory if self.factory is not None else External(MISSING)
+        return Unknown(f"attribute {name} of a dataclass Field", kind=UnknownKind.UNSUPPORTED)
 
 
 def _missing(v: Value | None) -> bool:
@@ -141,13 +158,10 @@ def _evaluated(cls: ClassVal, name: str) -> Value:
     return Unknown(f"annotation of {name}", kind=UnknownKind.OPAQUE)
 
 
-def _dict(items: dict[str, Value]) -> Value:
-    return str_dict(items)
-
-
 def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
     default = cls.lookup(name)
     factory: Value = External(sentinel)
+    init: Value = cls.lookup(f"{INIT}{name}") or Const(True)
     if isinstance(default, FieldDefault):
         factory = default.factory or External(sentinel)
         default = default.default
@@ -161,7 +175,7 @@ def _field_info(cls: ClassVal, name: str, sentinel: str) -> Instance:
             "default_factory": factory,
             "type": _evaluated(cls, name),
             "metadata": Unknown("field metadata", kind=UnknownKind.OPAQUE),
-            "init": Const(True),
+            "init": init,
             "encode_name": Const(name),
         },
         "FieldInfo",
@@ -199,7 +213,8 @@ def call(
         default = kwargs.get("default", args[0] if args and name in FIELD_SPECIFIERS else None)
         factory = kwargs.get("default_factory")
         check = kwargs.get("validate_default")
-        return FieldDefault(default, factory, isinstance(check, Const) and check.value is True)
+        validate = isinstance(check, Const) and check.value is True
+        return FieldDefault(default, factory, validate, kwargs.get("init"))
     if name in ("msgspec.structs.fields", "dataclasses.fields") and len(args) == 1:
         target = args[0]
         cls = target.cls if isinstance(target, Instance) else target
@@ -228,7 +243,7 @@ def call(
     if name in ("typing.get_type_hints", "typing_extensions.get_type_hints") and args:
         cls = args[0]
         if isinstance(cls, ClassVal):
-            return _dict(
+            return str_dict(
                 {
                     n: Unknown(f"annotation of {n}", kind=UnknownKind.OPAQUE)
                     for n in field_names(cls)
@@ -350,7 +365,7 @@ def class_attribute(cls: ClassVal, name: str) -> Value | None:
 
 def class_vars(cls: ClassVal) -> Value:
     """`vars(cls)`: the class's own attributes (the engine's field markers left out)."""
-    return _dict({k: v for k, v in cls.attrs.items() if not k.startswith(FIELD)})
+    return str_dict({k: v for k, v in cls.attrs.items() if not k.startswith(FIELD)})
 
 
 def instance_dict(obj: Instance, cls: ClassVal, fields: dict[str, Value]) -> Value:
@@ -381,4 +396,4 @@ def as_dict(st: PathState, v: Value, depth: int) -> Value:
         f = fields[n]
         nested = isinstance(f, Instance) and f.cls is not None and is_dataclass(f.cls)
         out[n] = as_dict(st, f, depth - 1) if nested else f
-    return _dict(out)
+    return str_dict(out)
