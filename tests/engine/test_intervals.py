@@ -56,6 +56,34 @@ def route(x):
     assert _kinds(tmp_path, body) == ["cuda_kernel", "cuda_kernel"]
 
 
+def test_a_comparison_followed_by_true_operands_is_the_value_stored(tmp_path: Path) -> None:
+    # vLLM 0.29.0 fused_moe/runner/shared_experts.py:121-128: `cuda and stream is not None and
+    # n <= THRESHOLD and beneficial and self._is_multistream_safe()`, stored in a name, then
+    # branched on, twice a step. The operands after the comparison are true (one a call), so
+    # the value is the comparison: the branch bounds the count and the second choice agrees
+    # (Qwen3.5 NVFP4 forked on 0.29.0, one way failing the shared experts' assert). `or` alike.
+    body = """
+def safe():
+    return True
+
+def order(x, ready):
+    aux = ready and x.shape[0] <= 256 and True and safe()
+    if aux:
+        return "overlapped"
+    return "in order"
+
+def slow(x):
+    return x.shape[0] > 256 or False
+
+def route(x):
+    first = order(x, True)
+    if order(x, True) != first or slow(x) == (first == "overlapped"):
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "cuda_kernel"]
+
+
 def test_a_branch_bounds_the_comparisons_after_it(tmp_path: Path) -> None:
     body = """
 def route(x):

@@ -9,7 +9,7 @@ from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, SetVal
 from routescope.analysis.engine.contents import entries, truth_in
 from routescope.analysis.engine.data import as_data
-from routescope.analysis.engine.intervals import refine
+from routescope.analysis.engine.intervals import Compared, refine
 from routescope.analysis.engine.join import join_states
 from routescope.analysis.engine.state import Decision, Input, Part, PathState
 from routescope.analysis.engine.values import (
@@ -22,6 +22,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
     describe,
+    merge_origins,
 )
 
 
@@ -50,14 +51,14 @@ class ConditionsMixin(EngineBase):
             refine(goes_on, v, is_and)
             rest = self._boolop(goes_on, operands[1:], is_and)
             if len(rest) == 1 and _no_effect(s, rest[0][0]):
-                out.append((s, _either(stopped, rest[0][1], s)))
+                out.append((s, _either(stopped, rest[0][1], s, v, is_and)))
             elif len(rest) == 1 and _same_answer(s, rest[0][0]):
                 # the rest ran calls that reached no kernel: one state covers both ways (what
                 # the calls wrote joined with what was there), with the calls' record
                 ran, value = rest[0]
                 why = f"depends on {self.source_text(operands[0])} at {self.current_file()}"
                 joined = join_states([ran, s], why)
-                out.append((joined, _either(stopped, value, joined)))
+                out.append((joined, _either(stopped, value, joined, v, is_and)))
             else:
                 refine(s, v, not is_and)
                 out.append((s, stopped))
@@ -197,8 +198,16 @@ def _known_truth(v: Value, truthy: bool) -> Value:
     )
 
 
-def _either(a: Value, b: Value, st: PathState) -> Value:
-    """One value standing for `a` or `b`: their truthiness kept when they agree on it."""
+def _either(
+    a: Value, b: Value, st: PathState, operand: Value | None = None, is_and: bool = True
+) -> Value:
+    """One value standing for `a` (the undecided `operand`, short-circuiting) or `b` (the rest):
+    their truthiness kept when they agree on it. Where the rest gives back what the operator
+    lets through (True after `and`, False after `or`) and the operand compared a count, the
+    value is that comparison (`ready and n <= 8 and True`): a branch on the name it is stored
+    in bounds the count, so the same test made again on that way agrees."""
+    if isinstance(operand, Compared) and isinstance(b, Const) and b.value is is_and:
+        return Compared(operand.subject, operand.op, operand.c, merge_origins(operand, b))
     ta, tb = truth_in(st, a), truth_in(st, b)
     if (
         isinstance(a, Const)

@@ -9,7 +9,8 @@ comparison the bounds decide, is then decided: `n <= 256` taken true makes a lat
 `n <= 256` true and `n > 512` false on that path, as in the program that runs it, where the
 count is one number. (An `assert` does not bound: an undecided one has no raising way here,
 and generator bodies run eagerly, so an assert the program never reaches could. A comparison
-stored in a name is bounded where it is branched on, but not decided again by later bounds;
+stored in a name is bounded where it is branched on, but not decided again by later bounds (an
+`and` whose other operands are true, `ready and n <= 256 and safe()`, is the comparison itself);
 a chain of comparisons is a `Compared` only when one link is undecided.)
 
 Only `Count`s are bounded: an integer that stands for one number for the whole trace (one
