@@ -522,6 +522,22 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.29.0 models/mimo_v2.py:158-176: the gate is a torch.nn.Linear, and the block
+    # hangs the correction bias on it (`self.gate.e_score_correction_bias = nn.Parameter(..)`),
+    # then hands it to the experts' factory, which tests `is not None` (router_factory.py:164):
+    # what code sets on a torch.nn module is its attribute, and torch's own (weight) are there
+    "torch_module_attributes": """
+from torch import nn
+
+def route(x):
+    gate = nn.Linear(16, 8, bias=False)
+    gate.e_score_correction_bias = nn.Parameter(torch.empty(8))
+    bias = gate.e_score_correction_bias
+    if (bias is not None and bias.shape == (8,) and gate.weight.shape == (8, 16)
+            and hasattr(gate, "e_score_correction_bias")):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
     # SGLang 0.5.15 modelopt_quant.py:1366-1373 HybridFp8NvFp4Config.__init__ copies the FP8
     # config's attributes with `self.__dict__.update(fp8_config.__dict__)` (no super().__init__):
     # what is written into an object's __dict__ is its attributes

@@ -246,6 +246,9 @@ class ObjectsMixin(EngineBase):
                 return [(st, Const(len(obj.shape)))]
             if name in TREE_METHODS and (obj.nn or "").startswith(MODULE):
                 return [(st, ModuleTree(obj, name, self.facts))]  # a torch.nn module's tree
+            held = st.contents(obj).get(name) if (obj.nn or "").startswith(MODULE) else None
+            if held is not None:  # a torch.nn module's parameter, or what code set on it
+                return [(st, held)]
             fact = self.facts.attribute_fact(f"torch.Tensor.{name}") if self.tracing else None
             if fact is not None:  # what every tensor the decode step is handed has (its device)
                 return [(st, fact)]
@@ -305,6 +308,8 @@ class ObjectsMixin(EngineBase):
             st.store(obj, own)
         elif isinstance(obj, ModuleVal):
             st.write(obj, name, value)  # the path's own, as a function's `global` writes are
+        elif isinstance(obj, Tensor) and (obj.nn or "").startswith(MODULE):
+            st.write(obj, name, value)  # `self.gate.e_score_correction_bias = Parameter(..)`
 
     # --- definitions -------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from routescope.analysis.engine.values import (
     ClassVal,
     Instance,
     ModuleVal,
+    Tensor,
     UnknownKind,
     Value,
 )
@@ -213,7 +214,7 @@ class PathState:
         self.heap.clear()
         self.heap_objs.clear()
 
-    def write(self, obj: Instance | ModuleVal, name: str, value: Value) -> None:
+    def write(self, obj: Instance | ModuleVal | Tensor, name: str, value: Value) -> None:
         """Copy-on-write: a fork may share the inner dict, so every write makes its own."""
         own = self.heap.get(id(obj))  # (only `name` is read: what it held before)
         own = dict(own if own is not None else base_of(obj))
@@ -229,6 +230,8 @@ def base_of(obj: Value) -> Any:
         return obj.globals
     if isinstance(obj, ClassVal):
         return obj.attrs
+    if isinstance(obj, Tensor):  # a torch.nn module: the parameters torch's class makes
+        return dict(obj.members or ())
     return obj.base  # type: ignore[attr-defined]
 
 

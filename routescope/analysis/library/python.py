@@ -66,6 +66,8 @@ def _getattr(
     attr = str(args[1].value)
     target = eng.resolved(args[0])
     if name == "hasattr" and isinstance(target, Tensor):  # set_weight_attrs & co. add any
+        if target.nn is not None and attr in st.contents(target):  # (a module's: set on it)
+            return one(st, Const(True))
         return one(st, Unknown(f"hasattr(tensor, {attr!r})", kind=UnknownKind.OPAQUE))
     if name == "hasattr" and isinstance(target, External):
         full = f"{target.name}.{attr}"
