@@ -227,13 +227,15 @@ class InstanceDict(DictVal):
         super().__init__(entries)
         self.owner = owner
 
-    def mirror(self, st: Any, contents: Entries) -> None:
-        fields = {
-            k: v for k, (_kv, v) in contents.items.items() if isinstance(k, str)
-        }  # (an attribute deleted from the dict stays: routescope keeps what it knew)
-        own = dict(st.fields(self.owner))
-        own.update(fields)
-        st.store(self.owner, own)
+    def mirror(self, st: Any, before: Entries, after: Entries) -> None:
+        """The dict's change from `before` to `after`, made to the object's attributes: only
+        the names written (an attribute set on the object since the dict was read stays; one
+        deleted from the dict stays too: routescope keeps what it knew)."""
+        old = before.items
+        written = {k: v for k, (_kv, v) in after.items.items()
+                   if isinstance(k, str) and (k not in old or old[k][1] is not v)}  # fmt: skip
+        if written:
+            st.store(self.owner, {**st.fields(self.owner), **written})
 
 
 class SetVal(Value):

@@ -373,9 +373,6 @@ def _defining(receiver: Value, fn: FunctionVal) -> ClassVal | None:
     return None
 
 
-# the builtin type of each tracked container: the names its objects answer to
-
-
 class SuperProxy(Instance):
     def __init__(self, proxy: ClassVal, receiver: Value) -> None:
         super().__init__(proxy, {}, "super")

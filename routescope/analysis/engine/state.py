@@ -193,12 +193,13 @@ class PathState:
         if getattr(kind, "process_wide", False):
             set_base(obj, contents)
             return
+        if getattr(kind, "mirrored", False):  # an object's __dict__: its attributes change too
+            before = self.heap.get(id(obj))
+            obj.mirror(self, before if before is not None else base_of(obj), contents)  # type: ignore[attr-defined]
         self.heap[id(obj)] = contents
         self.heap_objs[id(obj)] = obj
         for r in RECORDING:
             r.writes[id(obj)] = obj
-        if getattr(kind, "mirrored", False):  # an object's __dict__: its attributes change too
-            obj.mirror(self, contents)  # type: ignore[attr-defined]
 
     def adopt(self, other: PathState) -> None:
         """Take on the object state a branch of this path left (what a call run aside on it
