@@ -553,11 +553,13 @@ class Fp8:
 class Hybrid(Fp8):
     def __init__(self, inner):
         self.__dict__.update(inner.__dict__)
-        self.__dict__["experts"] = "nvfp4"
+        held = self.__dict__
+        self.block = [64, 64]  # (set after the dict was read: a later write keeps it)
+        held["experts"] = "nvfp4"
 
 def route(x):
     h = Hybrid(Fp8(False))
-    if h.name() == "fp8" and h.block == [128, 128] and h.experts == "nvfp4":
+    if h.name() == "fp8" and h.block == [64, 64] and h.experts == "nvfp4":
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
