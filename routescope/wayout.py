@@ -6,7 +6,6 @@ first what its message tells the user to set."""
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -14,6 +13,7 @@ from typing import Any
 
 from routescope.analysis.engine.state import Decision
 from routescope.analysis.phases.deployment import Deployment
+from routescope.api import parse_assignments
 from routescope.errors import RoutescopeError
 from routescope.verdict.switch import way_out
 
@@ -209,11 +209,8 @@ def changed(dep: Deployment, name: str, value: str, quant_field: str) -> Deploym
     parses: 8 an integer, true a boolean; else the string)."""
     if name == quant_field:
         return replace(dep, quant=value)
-    try:
-        parsed: object = json.loads(value)
-    except (ValueError, RecursionError):
-        parsed = value
-    return replace(dep, server_args={**dep.server_args, name: parsed})
+    parsed = parse_assignments([f"{name}={value}"], "--set", literal=True)
+    return replace(dep, server_args={**dep.server_args, **parsed})
 
 
 def find_way_out(
