@@ -217,6 +217,22 @@ def route(x):
     assert set(_kinds(tmp_path / "unknown", body)) == {"cuda_kernel", "torch"}  # no facts: both
 
 
+def test_a_concrete_paths_disk_queries_are_unknown(tmp_path: Path) -> None:
+    """A path of known text stands for pathlib.Path too: its methods that ask the server's disk
+    (resolve, read_bytes) are unknown, never the AttributeError the pure class would raise
+    (SGLang 0.5.15's JIT source hash resolves each header path, jit_kernel/utils.py:78-101:
+    every way raised, and the NVFP4 experts' after-loading step read as never finishing)."""
+    body = """
+def route(x):
+    p = Path("/opt/kernels/a.cuh").resolve()
+    data = p.read_bytes()
+    if (p.parent / "b.h").resolve().is_file() and Path("/opt/kernels/a.cuh").stem == "a":
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert sorted(_kinds(tmp_path, body)) == ["cuda_kernel", "torch"]
+
+
 def test_context_var_default_set_and_reset(tmp_path: Path) -> None:
     """contextvars.ContextVar: its default until a `with` block sets it, the set value inside,
     the default again after the reset (0.5.23's deferred-finalize switch of the TRT-LLM MoE)."""

@@ -8,7 +8,7 @@ import math
 import posixpath
 import re
 from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from routescope.analysis.engine.containers import (
@@ -157,6 +157,10 @@ def const_attribute(v: Const, name: str) -> Value:
         return Const(getattr(v.value, name), v.origins)
     if name in ("real", "imag") and isinstance(v.value, (int, float)):
         return Const(getattr(v.value, name), v.origins)
+    if isinstance(v.value, PurePosixPath) and hasattr(Path, name):  # a concrete path's query
+        # of the server's filesystem (resolve, read_bytes, stat, ...): the value stands for
+        # pathlib.Path as well as the pure class, and what the disk holds is not known
+        return Unknown(f"result of Path.{name} (the server's filesystem)", kind=UnknownKind.OPAQUE)
     if not hasattr(v.value, name):  # a constant is a real Python value: this is exact
         return Unknown(f"{type(v.value).__name__} has no attribute {name}", kind=UnknownKind.ABSENT)
     return Unknown(f"attribute {name} of {type(v.value).__name__}", kind=UnknownKind.OPAQUE)
