@@ -563,6 +563,63 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # SGLang 0.5.21 layer_boundary/boundary.py:415 `gathered == {TokenAxis.ATTN_CP}`: a set
+    # computed from constants against a set display of enum members, by members
+    "sets_of_enum_members_compare_by_members": """
+from enum import Enum, IntEnum, auto
+
+class Axis(Enum):
+    DP = auto()
+    CP = auto()
+
+class N(IntEnum):
+    A = 1
+
+def route(x):
+    none, cp = frozenset(), frozenset([Axis.CP])
+    if (not (none == {Axis.CP}) and cp == {Axis.CP} and {Axis.CP} != {Axis.DP}
+            and {N.A} == {1} and {Axis.DP} != {1} and set() == frozenset()):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # SGLang 0.5.21 layer_boundary/factories.py:259-260 keeps a connection's edges as
+    # `MappingProxyType(dict(...))`; vLLM 0.34.0 quant_utils.py:637 defaults
+    # `fused_mapping=MappingProxyType({})`: a live read-only view of the dict
+    "mapping_proxy_is_a_live_read_only_view": """
+import collections.abc
+import types
+from types import MappingProxyType
+
+REG = {}
+VIEW = MappingProxyType(REG)
+
+def register(k, v):
+    REG[k] = v
+
+def route(x):
+    register("a", 1)
+    try:
+        VIEW["z"] = 3
+        refused = False
+    except TypeError:
+        refused = True
+    if (VIEW["a"] == 1 and "z" not in REG and refused and "x" not in MappingProxyType({})
+            and len(VIEW) == 1 and list(VIEW.items()) == [("a", 1)]
+            and not isinstance(VIEW, dict) and isinstance(VIEW, collections.abc.Mapping)
+            and type(VIEW) is types.MappingProxyType and not hasattr(VIEW, "update")):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # SGLang 0.5.21 arg_groups/boundary_reduction.py:41-42 `get_text = getattr(config,
+    # "get_text_config", None)` then `if get_text is not None`: a bound method is never None
+    "a_bound_method_is_not_none": """
+def route(x):
+    items = []
+    append, upper = items.append, "x".upper
+    if append is not None and not (upper is None):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

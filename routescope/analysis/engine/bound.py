@@ -25,6 +25,8 @@ CONTEXT_VAR = "ContextVar"
 class BoundOperation(Value):
     """An operation on an object the engine carries out itself when called (`call`)."""
 
+    never_none = True
+
     def call(self, st: PathState, args: list[Value]) -> Value:
         raise NotImplementedError
 
@@ -107,6 +109,8 @@ class ContextVarMethod(BoundOperation):
 class Register(Value):
     """nn.Module.register_buffer / register_parameter / add_module of a module instance."""
 
+    never_none = True
+
     def __init__(self, target: Instance) -> None:
         super().__init__()
         self.target = target
@@ -114,6 +118,8 @@ class Register(Value):
 
 class Partial(Value):
     """functools.partial(fn, *args, **kwargs)."""
+
+    never_none = True
 
     def __init__(self, fn: Value, args: list[Value], kwargs: dict[str, Value]) -> None:
         super().__init__()
@@ -125,6 +131,8 @@ class Partial(Value):
 class ConfigMethod(Value):
     """A method of the checkpoint's config (a transformers PretrainedConfig) that routescope
     answers: `to_dict`, `get_text_config`."""
+
+    never_none = True
 
     NAMES = ("to_dict", "get_text_config")
 

@@ -214,6 +214,21 @@ class DictVal(Value):
         return e.with_item(key, value)
 
 
+class MappingProxy(DictVal):
+    """`types.MappingProxyType(d)`: a read-only view of the dict `d`, live as Python's is (what
+    is written into `d` later is read through it); its contents are `d`'s on every path.
+    Writing an item through it raises TypeError, and it has no mutating methods."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: DictVal) -> None:
+        super().__init__()
+        self.target = target
+
+    def __repr__(self) -> str:
+        return "MappingProxy()"
+
+
 class InstanceDict(DictVal):
     """`obj.__dict__` of a framework object, read while the object lives: what is written into
     it is the object's attributes (`self.__dict__.update(other.__dict__)` copies another

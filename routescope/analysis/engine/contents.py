@@ -11,6 +11,7 @@ from routescope.analysis.engine.values import (
     Const,
     EnumMember,
     Instance,
+    PythonRaise,
     Unknown,
     UnknownKind,
     Value,
@@ -27,6 +28,7 @@ from routescope.analysis.engine.containers import (
     DictVal,
     Entries,
     ListVal,
+    MappingProxy,
     Seq,
     SetVal,
     TupleVal,
@@ -245,4 +247,23 @@ def as_built(st: PathState, v: Value, depth: int) -> Value:
 def index_of(v: Value) -> int | None:
     if isinstance(v, Const) and isinstance(v.value, int) and not isinstance(v.value, bool):
         return v.value
+    return None
+
+
+def write_item(st: PathState, obj: DictVal | ListVal, idx: Value, v: Value) -> PythonRaise | None:
+    """`obj[idx] = v` on this path: a dict's item, or a list's at a known place (anywhere else:
+    its items unknown); the TypeError Python raises for a read-only view of a dict."""
+    if isinstance(obj, MappingProxy):
+        return PythonRaise("TypeError", "'mappingproxy' object does not support item assignment")
+    if isinstance(obj, DictVal):
+        st.store(obj, obj.written(entries(st, obj), idx, v))
+        return None
+    items = seq_items(st, obj)
+    at = index_of(idx)
+    if items is not None and at is not None and -len(items) <= at < len(items):
+        items[at] = v
+        st.store(obj, Seq(items))
+    else:
+        why = Unknown("a list item written at an unknown place", kind=UnknownKind.UNSUPPORTED)
+        st.store(obj, Seq(None, why))
     return None

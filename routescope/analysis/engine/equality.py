@@ -102,6 +102,9 @@ def equal(st: PathState, a: Value, b: Value, depth: int = 6) -> bool | None:
         return dtypes[0] == dtypes[1]  # one object per dtype, whatever its name
     if depth <= 0:
         return None
+    ka, kb = _set_keys(st, a), _set_keys(st, b)
+    if ka is not None and kb is not None:  # sets: by members, as their hashes compare
+        return ka == kb
     a, b = named_tuple(st, a), named_tuple(st, b)  # a NamedTuple compares as a tuple
     a, b = (
         snapshot(st, a) if isinstance(a, SetVal) else a,
@@ -141,6 +144,18 @@ def equal(st: PathState, a: Value, b: Value, depth: int = 6) -> bool | None:
         other = b if isinstance(a, (DictVal, ListVal, TupleVal)) else a
         if isinstance(other, Const) and not isinstance(other.value, (list, tuple, dict)):
             return False  # a container equals no number, string or None
+    return None
+
+
+def _set_keys(st: PathState, v: Value) -> frozenset[object] | None:
+    """A set's members as keys (`key_of`: an int or str enum's member is its value, a plain
+    enum's member only itself), a set of enum members as well as a constant set; None for
+    anything else or a set whose members are not all known."""
+    if isinstance(v, Const) and isinstance(v.value, (set, frozenset)):
+        return frozenset(v.value)
+    if isinstance(v, SetVal):
+        e = entries(st, v)
+        return frozenset(e.items) if e.closed() and UNTOLD not in e.items else None
     return None
 
 

@@ -16,6 +16,7 @@ from routescope.analysis.engine.containers import (
     DictVal,
     Entries,
     ListVal,
+    MappingProxy,
     Seq,
     SetVal,
     TupleVal,
@@ -106,6 +107,10 @@ def _join_values(vals: list[Value | None], states: list[PathState], why: str, de
     memo, key = joined_memo(), tuple(id(v) for v in vals)
     if key in memo:  # these objects were joined already in this join: the same joined object
         return cast(Value, memo[key])
+    if isinstance(first, MappingProxy):  # a view on each path: of the dicts joined
+        target = join_values([v.target for v in vals if isinstance(v, MappingProxy)], states,
+                             why, depth - 1)  # fmt: skip
+        return MappingProxy(target) if isinstance(target, DictVal) else _unknown(why)
     if isinstance(first, (ListVal, DictVal, SetVal)):  # made on each path: joined item by item
         made: Value = ListVal(None) if isinstance(first, ListVal) else type(first)()
         memo[key] = made  # (before its items: an object that holds itself)

@@ -43,6 +43,8 @@ from routescope.analysis.engine.values import (
 class ContainerMethod(Value):
     """`a_list.append`, `a_dict.get`, `a_set.add`: a method of a tracked container."""
 
+    never_none = True
+
     def __init__(self, target: ListVal | DictVal | SetVal, name: str) -> None:
         super().__init__()
         self.target = target

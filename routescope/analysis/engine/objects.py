@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import replace
+from types import MappingProxyType
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
@@ -18,7 +19,14 @@ from routescope.analysis.engine.bound import (
     Partial,
     Register,
 )
-from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, new_tuple, str_dict
+from routescope.analysis.engine.containers import (
+    DictVal,
+    ListVal,
+    MappingProxy,
+    SetVal,
+    new_tuple,
+    str_dict,
+)
 from routescope.analysis.engine.imports import LazyModule, LazyName
 from routescope.analysis.engine.methods import ContainerMethod
 from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
@@ -104,8 +112,14 @@ class ObjectsMixin(EngineBase):
         if isinstance(obj, ModuleVal):
             return [(st, self.module_attr(obj, name, st))]
         if isinstance(obj, (ListVal, DictVal, SetVal)):
-            builtin = (
-                list if isinstance(obj, ListVal) else dict if isinstance(obj, DictVal) else set
+            builtin: type = (
+                list
+                if isinstance(obj, ListVal)
+                else MappingProxyType
+                if isinstance(obj, MappingProxy)  # (no update, pop, setdefault, clear)
+                else dict
+                if isinstance(obj, DictVal)
+                else set
             )
             if not hasattr(builtin, name):  # (a dict read as a config object)
                 kind = builtin.__name__

@@ -282,8 +282,8 @@ class OperatorsMixin(EngineBase):
                 ),
             ):
                 return False
-            if isinstance(a, External):
-                return False  # an imported name exists
+            if isinstance(a, External) or a.never_none:
+                return False  # an imported name exists, a bound method too
             if isinstance(a, Unknown) and a.truthy is True:
                 return False  # None is false
         if isinstance(a, Const) and a.value is None:

@@ -134,6 +134,8 @@ class CompiledModule(Value):
     """A CUDA module compiled or loaded at run time (tvm-ffi, torch.utils.cpp_extension): its
     functions are kernels."""
 
+    never_none = True
+
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
@@ -141,6 +143,8 @@ class CompiledModule(Value):
 
 class CompiledFunction(Value):
     """A function of a CompiledModule."""
+
+    never_none = True
 
     def __init__(self, module: CompiledModule, name: str) -> None:
         super().__init__()

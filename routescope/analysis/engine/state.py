@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from routescope.analysis.engine.containers import MappingProxy
 from routescope.analysis.engine.values import (
     SERIALS,
     ClassVal,
@@ -168,6 +169,8 @@ class PathState:
 
     def contents(self, obj: Value) -> Any:
         """What a mutable object holds on this path: its fields, globals or items."""
+        if type(obj) is MappingProxy:  # a view holds what its dict holds
+            obj = obj.target
         own = self.heap.get(id(obj))
         got = own if own is not None else base_of(obj)
         if RECORDING:
@@ -177,6 +180,8 @@ class PathState:
     def keyed(self, obj: Value) -> Any:
         """`contents`, for a join or a comparison of paths: an object's names (fields, globals,
         class attributes) read one by one, so what depends on them is each of them."""
+        if type(obj) is MappingProxy:
+            obj = obj.target
         own = self.heap.get(id(obj))
         got = own if own is not None else base_of(obj)
         if RECORDING and isinstance(got, dict):
@@ -189,6 +194,8 @@ class PathState:
     def store(self, obj: Value, contents: Any) -> None:
         """Replace what `obj` holds on this path (contents are never changed in place); an
         object the whole process shares, whatever way wrote it (sys.modules), holds it."""
+        if type(obj) is MappingProxy:  # (a write Python refuses: kept on the dict it views)
+            obj = obj.target
         kind = type(obj)
         if getattr(kind, "process_wide", False):
             set_base(obj, contents)

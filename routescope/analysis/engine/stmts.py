@@ -9,7 +9,7 @@ from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Outc
 from routescope.analysis.engine.binding import NONLOCAL_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
-from routescope.analysis.engine.contents import entries, index_of, iteration, seq_items
+from routescope.analysis.engine.contents import entries, iteration, seq_items, write_item
 from routescope.analysis.engine.merging import merge_paths, merge_raised
 from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
@@ -230,19 +230,11 @@ class StmtMixin(EngineBase):
         for s, (obj, idx) in self.ev_seq(st, [target.value, target.slice]):
             if s is not st:
                 continue
-            if isinstance(obj, DictVal):
-                st.store(obj, obj.written(entries(st, obj), idx, v))
-            elif isinstance(obj, ListVal):
-                items = seq_items(st, obj)
-                at = index_of(idx)
-                if items is not None and at is not None and -len(items) <= at < len(items):
-                    items[at] = v
-                    st.store(obj, Seq(items))
-                else:
-                    why = Unknown(
-                        "a list item written at an unknown place", kind=UnknownKind.UNSUPPORTED
-                    )
-                    st.store(obj, Seq(None, why))
+            if isinstance(obj, (DictVal, ListVal)):
+                refused = write_item(st, obj, idx, v)
+                if refused is not None:  # (a read-only view: Python refuses the write)
+                    st.raising = refused
+                    st.raised_at = (self.current_file(), target.lineno, self.current_function())
             elif isinstance(obj, Instance) and obj.cls is not None:
                 setter = obj.cls.lookup("__setitem__")
                 if isinstance(setter, FunctionVal):

@@ -161,6 +161,8 @@ NON_TENSOR_TORCH = (
 
 
 class TensorMethod(Value):
+    never_none = True
+
     def __init__(self, tensor: Tensor, name: str) -> None:
         super().__init__()
         self.tensor = tensor

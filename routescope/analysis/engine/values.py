@@ -20,6 +20,7 @@ class Value:
     """Base of every abstract value. `origins` names the facts the value was computed from."""
 
     __slots__ = ("origins",)
+    never_none = False  # a callable that exists whatever the facts: `is None` of it is false
 
     def __init__(self, origins: tuple[str, ...] = ()) -> None:
         self.origins = origins

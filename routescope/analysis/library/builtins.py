@@ -141,6 +141,8 @@ def set_text(value: set[Any] | frozenset[Any]) -> str:
 class BoundConst(Value):
     """`"12.8".split` — a method of a known value, callable with known arguments."""
 
+    never_none = True
+
     __slots__ = ("name", "target")
 
     def __init__(self, target: Const, name: str) -> None:

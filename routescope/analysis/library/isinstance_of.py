@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import collections.abc
 from pathlib import PurePosixPath
+from types import MappingProxyType
 
 from routescope.analysis.engine.containers import (
     DictVal,
     ListVal,
+    MappingProxy,
     SetVal,
     TupleVal,
 )
@@ -105,6 +107,7 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
             "dict": dict,
             "set": set,
             "frozenset": frozenset,
+            "types.MappingProxyType": MappingProxyType,
         }
         if isinstance(t, External) and kind is not None and t.name in builtin_types:
             if issubclass(kind, builtin_types[t.name]):
@@ -318,6 +321,8 @@ def _is_protocol_base(c: ClassVal) -> bool:
 
 def _container_type(v: Value) -> type | None:
     """The Python type of a tracked container (a constant's own type for a Const)."""
+    if isinstance(v, MappingProxy):
+        return MappingProxyType
     for cls, py in ((ListVal, list), (TupleVal, tuple), (DictVal, dict), (SetVal, set)):
         if isinstance(v, cls):
             return py

@@ -9,7 +9,15 @@ import ast
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.bound import Partial
-from routescope.analysis.engine.containers import SEQ_LIMIT, ListVal, Seq, new_dict, new_tuple
+from routescope.analysis.engine.containers import (
+    SEQ_LIMIT,
+    DictVal,
+    ListVal,
+    MappingProxy,
+    Seq,
+    new_dict,
+    new_tuple,
+)
 from routescope.analysis.engine.contents import iteration, seq_items, truth_in
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -146,3 +154,24 @@ def _fromkeys(
         return None
     value = args[1] if len(args) == 2 else Const(None)
     return one(st, new_dict((k, value) for k in keys))
+
+
+@models("types.MappingProxyType")
+def _mapping_proxy(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """types.MappingProxyType(d): a read-only live view of the dict (a constant dict: of a new
+    dict of its items); None (unknown) for anything else."""
+    if len(args) != 1 or kwargs:
+        return None
+    d = eng.resolved(args[0])
+    if isinstance(d, MappingProxy):
+        d = d.target  # a view of a view reads the same dict
+    if isinstance(d, Const) and isinstance(d.value, dict):
+        d = new_dict((Const(k, d.origins), Const(v, d.origins)) for k, v in d.value.items())
+    return one(st, MappingProxy(d)) if isinstance(d, DictVal) else None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from routescope.analysis.engine import enums
 from routescope.analysis.engine.bound import BoundOperation, ContextVarMethod
-from routescope.analysis.engine.containers import DictVal, ListVal, SetVal, TupleVal
+from routescope.analysis.engine.containers import DictVal, ListVal, MappingProxy, SetVal, TupleVal
 from routescope.analysis.engine.contents import field_names, snapshot, truth_in
 from routescope.analysis.engine.sequences import over_containers
 from routescope.analysis.engine.state import PathState
@@ -168,6 +168,8 @@ def _type(
     a = eng.resolved(args[0])
     if isinstance(a, Instance) and a.cls is not None:
         return one(st, a.cls)
+    if isinstance(a, MappingProxy):
+        return one(st, External("types.MappingProxyType"))
     for cls, py in ((ListVal, "list"), (TupleVal, "tuple"), (DictVal, "dict"), (SetVal, "set")):
         if isinstance(a, cls):
             return one(st, External(py))
