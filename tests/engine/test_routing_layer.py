@@ -117,3 +117,33 @@ def test_a_layer_class_picked_from_a_module_table_is_followed(tmp_path: Path) ->
     _engine, site, _router = _site(tmp_path, TABLE, "fw.models:Model")
     assert site.block_class.qualname == "fw.models:MoeBlock"
     assert site.chain[1] in ("fw.models:AttentionLayer", "fw.models:LinearLayer")
+
+
+def test_the_first_moe_layer_is_read_from_the_keys_that_lay_the_layers_out() -> None:
+    """The layer built first is the first MoE one by whichever layer-pattern key the config
+    uses, not the first after `first_k_dense_replace` alone: a hybrid pattern's first 'E'
+    (Nemotron-3-Nano: layer 0 is a Mamba layer, and SGLang 0.5.21's Nemotron decoder layer,
+    built with an unknown `layer_idx`, declared its boundaries for every pattern letter and ran
+    out of its budget), a per-layer list (MiMo-V2-Flash), an interleave step (Llama-4
+    Maverick), Jamba's period and offset; and the index is handed under both names framework
+    layers take it by (`layer_id`, `layer_idx`)."""
+    from routescope.analysis.phases.layers import first_moe_layer
+    from routescope.intake.load import load_spec
+    from tests.conftest import CONFIGS
+
+    root = CONFIGS.parent
+    expected = {
+        "checkpoints/nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4/config.json": 1,
+        "configs/XiaomiMiMo--MiMo-V2-Flash.json": 1,
+        "configs/meta-llama--Llama-4-Maverick-17B-128E-Instruct.json": 1,
+        "configs/meta-llama--Llama-4-Scout-17B-16E-Instruct.json": 0,
+        "configs/ai21labs--Jamba-v0.1.json": 1,
+        "configs/zai-org--GLM-5.json": 3,
+        "configs/deepseek-ai--DeepSeek-V2-Lite.json": 1,
+        "configs/Qwen--Qwen3-30B-A3B.json": 0,
+        "configs/mistralai--Mixtral-8x7B-v0.1.json": 0,
+    }
+    got = {name: first_moe_layer(load_spec(str(root / name), offline=True)) for name in expected}
+    assert got == expected
+    values, _, _ = layer_values(None, None, {}, 3, read_paths=False)  # type: ignore[arg-type]
+    assert values["layer_id"].value == values["layer_idx"].value == 3  # type: ignore[attr-defined]
