@@ -1,8 +1,10 @@
 """Every published checkpoint in examples/checkpoints through one framework release on several
 GPUs: the status and the routing kernel(s) of each trace, one line each, and a count by status.
+A status ending in "+" has blockers beyond the path (a kernel the GPU has no build of, from the
+provider's own declaration): "selected+" is a path every run takes that does not run there.
 
 Usage: python benchmarks/checkpoint_matrix.py FRAMEWORK==VERSION [--gpus sm100,sm90,sm120]
-       [--tp 8] [--only NAME ...]
+       [--tp 8] [--only NAME ...] [--configs]
 
 Each trace runs in this process with the report cache off (ROUTESCOPE_TRACE_CACHE=0), so the
 figures are what a new deployment costs; the source must be cached or reachable. A trace that
@@ -28,17 +30,27 @@ def main() -> int:
     parser.add_argument("--gpus", default="sm100,sm90,sm120")
     parser.add_argument("--tp", type=int, default=8)
     parser.add_argument("--only", nargs="*", default=None, help="checkpoint directory names")
+    parser.add_argument(
+        "--configs",
+        action="store_true",
+        help="the bf16 config.json files of examples/configs instead of the checkpoints",
+    )
     args = parser.parse_args()
     os.environ.setdefault("ROUTESCOPE_TRACE_CACHE", "0")
     from routescope import api
     from routescope.errors import RoutescopeError
 
-    names = sorted(p.name for p in (ROOT / "examples" / "checkpoints").iterdir() if p.is_dir())
+    if args.configs:
+        files = {p.stem: p for p in (ROOT / "examples" / "configs").glob("*.json")}
+    else:
+        found = (ROOT / "examples" / "checkpoints").iterdir()
+        files = {p.name: p / "config.json" for p in found if p.is_dir()}
+    names = sorted(files)
     if args.only:
         names = [n for n in names if n in set(args.only)]
     counts: collections.Counter[str] = collections.Counter()
     for name in names:
-        config = ROOT / "examples" / "checkpoints" / name / "config.json"
+        config = files[name]
         for gpu in args.gpus.split(","):
             start = time.monotonic()
             try:
@@ -49,6 +61,9 @@ def main() -> int:
                 d = rep["dispatch"]
                 sinks = sorted({(p["sink"] or {}).get("name", "-") for p in d["paths"]})
                 status, shown = d["status"], " | ".join(sinks)
+                if rep.get("blockers"):  # a kernel the GPU cannot run, found past the path
+                    status += "+"
+                    shown += f"  [{len(rep['blockers'])} blocker(s)]"
             except RoutescopeError as exc:
                 status, shown = "refused", str(exc)[:160]
             counts[status] += 1
