@@ -84,3 +84,24 @@ def test_an_unquantized_config_has_no_quantization_block() -> None:
     doc = api.inspect(api.InspectRequest(model=str(CONFIGS / "zai-org--GLM-5.json")))
     assert "quantization" not in doc
     assert doc["routing"]["quantization"]["value"] is None
+
+
+def test_the_top_k_spellings_of_gemma_4_and_kimi_k3_are_read(tmp_path: Path) -> None:
+    """Gemma 4 names its top-k `top_k_experts` (SGLang gemma4_causal.py:280, vLLM gemma4.py:670)
+    and Kimi-Linear / Kimi-K3 `num_experts_per_token`, with `moe_router_activation_func` and
+    `moe_renormalize` (SGLang kimi_k3.py:505, :527, :531): each was refused with "top-k is
+    None". The Kimi keys are those of moonshotai/Kimi-K3's config.json (ai-dynamo/aiconfigurator
+    @095f58a, model_configs/moonshotai--Kimi-K3_config.json), its text_config cut to them."""
+    spec = load_spec(str(CHECKPOINTS / "nvidia--Gemma-4-26B-A4B-NVFP4"))
+    assert spec.top_k.value == 8 and spec.num_experts.value == 128
+    assert spec.top_k.provenance.key == "text_config.top_k_experts"
+    k3 = {"architectures": ["KimiK3ForConditionalGeneration"], "model_type": "kimi_k3",
+          "text_config": {"architectures": ["KimiLinearForCausalLM"], "num_experts": 896,
+                          "num_experts_per_token": 16, "moe_router_activation_func": "sigmoid",
+                          "moe_renormalize": True, "num_shared_experts": 2, "topk_group": 1,
+                          "num_expert_group": 1, "first_k_dense_replace": 1,
+                          "num_hidden_layers": 61, "hidden_size": 7168}}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(k3))
+    spec = load_spec(str(tmp_path / "config.json"), offline=True)
+    assert (spec.top_k.value, spec.scoring_func.value, spec.norm_topk_prob.value) == (
+        16, "sigmoid", True)  # fmt: skip

@@ -14,12 +14,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "top_k": (
         "num_experts_per_tok", "moe_topk", "experts_per_token", "moe_top_k",
         "ffn_config.moe_top_k", "num_selected_experts",
+        "top_k_experts",  # Gemma 4 (SGLang gemma4_causal.py:280, vLLM gemma4.py:670)
+        "num_experts_per_token",  # Kimi-Linear, Kimi-K3 (SGLang kimi_linear.py:117, kimi_k3.py:505)
     ),
     "n_group": ("n_group", "num_expert_group"),
     "topk_group": ("topk_group",),
     "topk_method": ("topk_method",),
-    "scoring_func": ("scoring_func", "score_function"),
-    "norm_topk_prob": ("norm_topk_prob",),
+    "scoring_func": ("scoring_func", "score_function", "moe_router_activation_func"),  # (Kimi-K3)
+    "norm_topk_prob": ("norm_topk_prob", "moe_renormalize"),  # (Kimi-Linear, Kimi-K3)
     "routed_scaling_factor": ("routed_scaling_factor",),
     "n_shared_experts": ("n_shared_experts", "num_shared_experts", "num_shared_expert"),
     "shared_expert_intermediate_size": (
