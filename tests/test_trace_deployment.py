@@ -461,3 +461,17 @@ def test_server_arguments_rebuilt_alike_on_every_path_settle_to_that_value(
     got = engine.call(PathState(envs=[{}]), flag, [inst], {}, None)
     values = {o[-1].value if isinstance(o[-1], Const) else None for o in got}
     assert values == {True}
+
+
+@pytest.mark.network
+def test_a_wrappers_moe_block_reads_the_text_config_its_language_model_is_handed() -> None:
+    """vLLM 0.34.0's Llama-4 wrapper builds its language model with
+    `vllm_config.with_hf_config(config.text_config, ...)` (mllama4.py:764-770), and Llama4MoE
+    reads `vllm_config.model_config.hf_config.num_experts_per_tok` (llama4.py:89-94). The block
+    built on its own was handed the outer configuration: top-k unknown ("config has no attribute
+    num_experts_per_tok") and more than 256 paths in the decode forward."""
+    scout = str(CONFIGS / "meta-llama--Llama-4-Scout-17B-16E-Instruct.json")
+    req = api.InspectRequest(model=scout, framework="vllm==0.34.0", gpu="sm120", tp=8)
+    dispatch = api.inspect(req)["dispatch"]
+    assert dispatch["router"]["top_k"]["value"] == 1
+    assert dispatch["status"] != "unknown"

@@ -166,6 +166,7 @@ def trace_dispatch(
         facts.bindings["hf_config"] = served
         inner = served.fields.get(spec.routing_config_path) if spec.routing_config_path else None
         config = inner if isinstance(inner, Instance) else served
+    facts.bindings["routing_config"] = config  # (a wrapper's text config, else hf_config)
     env_declared = check_env_values(engine, rules, dep.env)
     forks: list[Decision] = []
     choosing: list[Decision] = []
@@ -221,6 +222,7 @@ def trace_dispatch(
     for name, text in rules.data["models"].get("block_args", {}).items():
         module = site.block_class.module.name if site.block_class.module else ""
         got = engine.evaluate_in(PathState(envs=[{}]), module, text, {})
+        engine.commit_all([s for s, _ in got])  # (what it set on the objects it made)
         several = Unknown(f"{text} has several values", kind=UnknownKind.JOINED)
         values[name] = got[0][1] if len(got) == 1 else several
     said = served_unquantized(spec, dep.quant, values.get("quant_config", quant_config))
