@@ -159,7 +159,11 @@ def const_attribute(v: Const, name: str) -> Value:
         return Const(getattr(v.value, name), v.origins)
     if name in ("real", "imag") and isinstance(v.value, (int, float)):
         return Const(getattr(v.value, name), v.origins)
-    if isinstance(v.value, PurePosixPath) and hasattr(Path, name):  # a concrete path's query
+    if (
+        isinstance(v.value, PurePosixPath)
+        and not hasattr(PurePosixPath, name)
+        and hasattr(Path, name)
+    ):  # a concrete path's query
         # of the server's filesystem (resolve, read_bytes, stat, ...): the value stands for
         # pathlib.Path as well as the pure class, and what the disk holds is not known
         return Unknown(f"result of Path.{name} (the server's filesystem)", kind=UnknownKind.OPAQUE)
