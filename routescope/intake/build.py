@@ -71,6 +71,7 @@ def build_spec(
     arch_tuple = Sourced(
         tuple(arch.value) if isinstance(arch.value, list) else None, arch.provenance
     )
+    layers = derive.moe_layers(r, f["num_hidden_layers"])
     return RoutingSpec(
         model=ref,
         architectures=arch_tuple,
@@ -89,7 +90,7 @@ def build_spec(
         ),
         shared_expert_intermediate_size=f["shared_expert_intermediate_size"],
         has_correction_bias=bias,
-        num_moe_layers=derive.num_moe_layers(r, f["num_hidden_layers"]),
+        num_moe_layers=derive.num_moe_layers(layers),
         num_hidden_layers=f["num_hidden_layers"],
         first_k_dense_replace=f["first_k_dense_replace"],
         moe_layer_freq=f["moe_layer_freq"],
@@ -98,6 +99,7 @@ def build_spec(
         hidden_size=f["hidden_size"],
         quantization=_quantization(quant),
         quant=quant,
+        first_moe_layer=layers.value[0] if layers.value else None,
         sidecar=sidecar,
         topology=_topology(n_group.value),
         config_view=_config_view(routing, view),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -100,8 +101,15 @@ def shared_experts(r: FieldReader, count: Sourced[Any], width: Sourced[Any]) -> 
 MAX_LAYERS = 100_000  # far above any model's depth; a bound on counting them
 
 
-def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
-    """Count the MoE layers from whichever layer-pattern keys the config uses."""
+def num_moe_layers(layers: Sourced[tuple[int, ...]]) -> Sourced[int]:
+    """The MoE layers counted (`moe_layers`), with the same provenance."""
+    count = len(layers.value) if layers.value is not None else None
+    return Sourced(count, layers.provenance)
+
+
+def moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[tuple[int, ...]]:
+    """The indices of the MoE layers, from whichever layer-pattern keys the config uses (the
+    first is the layer a trace builds: a hybrid model's layer 0 may be a Mamba layer)."""
     n = n_layers.value
     if not isinstance(n, int) or isinstance(n, bool):
         return Sourced(None, Provenance(Origin.ABSENT, None, "num_hidden_layers unknown"))
@@ -109,21 +117,24 @@ def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
         note = f"num_hidden_layers = {n} is not a layer count (1..{MAX_LAYERS})"
         return Sourced(None, Provenance(Origin.ABSENT, None, note))
 
-    def out(count: int, keys: str, how: str) -> Sourced[int]:
-        return Sourced(count, Provenance(D, keys, how))
+    def out(layers: Iterable[int], keys: str, how: str) -> Sourced[tuple[int, ...]]:
+        return Sourced(tuple(layers), Provenance(D, keys, how))
 
     def value(key: str) -> Any:
         return r.read_plain(key).value  # file first, then the transformers class default
 
     freq = value("moe_layer_freq")
     if isinstance(freq, list):
-        return out(sum(1 for f in freq if f), r.key("moe_layer_freq"), "layers marked 1")
+        marked = (i for i, f in enumerate(freq) if f)
+        return out(marked, r.key("moe_layer_freq"), "layers marked 1")
     pattern = r.raw("hybrid_override_pattern")
     if isinstance(pattern, str):
-        return out(pattern.count("E"), r.key("hybrid_override_pattern"), "'E' entries")
+        experts = (i for i, c in enumerate(pattern) if c == "E")
+        return out(experts, r.key("hybrid_override_pattern"), "'E' entries")
     kinds = r.raw("layers_block_type")
     if isinstance(kinds, list):
-        return out(kinds.count("moe"), r.key("layers_block_type"), "'moe' entries")
+        experts = (i for i, k in enumerate(kinds) if k == "moe")
+        return out(experts, r.key("layers_block_type"), "'moe' entries")
     if r.view is not None and "layers_block_type" in r.view.values:
         note = "hybrid model: its layer pattern (hybrid_override_pattern) is not in the file"
         return Sourced(None, Provenance(Origin.ABSENT, None, note))
@@ -133,18 +144,18 @@ def num_moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[int]:
         return Sourced(None, Provenance(Origin.ABSENT, r.key("first_k_dense_replace"), note))
     if isinstance(first, int):
         step = freq if isinstance(freq, int) and freq > 0 else 1
-        count = sum(1 for i in range(first, n) if i % step == 0)
-        return out(count, r.key("first_k_dense_replace"), f"i >= {first} and i % {step} == 0")
+        kept = (i for i in range(first, n) if i % step == 0)
+        return out(kept, r.key("first_k_dense_replace"), f"i >= {first} and i % {step} == 0")
     for key in ("decoder_sparse_step", "moe_layer_frequency", "interleave_moe_layer_step"):
         step = value(key)
         if isinstance(step, int) and step > 0:
             skip = value("mlp_only_layers")
             # layer indices; anything else in the list (a nested list, a string) names no layer
             dense = {i for i in skip if isinstance(i, int)} if isinstance(skip, list) else set()
-            count = sum(1 for i in range(n) if (i + 1) % step == 0 and i not in dense)
-            return out(count, r.key(key), f"(i + 1) % {step} == 0, minus mlp_only_layers")
+            sparse = (i for i in range(n) if (i + 1) % step == 0 and i not in dense)
+            return out(sparse, r.key(key), f"(i + 1) % {step} == 0, minus mlp_only_layers")
     period, offset = value("expert_layer_period"), value("expert_layer_offset")
     if isinstance(period, int) and isinstance(offset, int) and period > 0:
-        count = sum(1 for i in range(n) if i % period == offset)
-        return out(count, r.key("expert_layer_period"), f"i % {period} == {offset}")
-    return out(n, n_layers.provenance.key or "", "no layer-pattern key: every layer is MoE")
+        periodic = (i for i in range(n) if i % period == offset)
+        return out(periodic, r.key("expert_layer_period"), f"i % {period} == {offset}")
+    return out(range(n), n_layers.provenance.key or "", "no layer-pattern key: every layer is MoE")

@@ -96,6 +96,8 @@ class RoutingSpec:
     quantization: Sourced[str]
     topology: Topology
     quant: QuantInfo | None = None  # what the checkpoint's quantization table says, in full
+    # the first of the layers num_moe_layers counts (None: not known): the layer a trace builds
+    first_moe_layer: int | None = None
     # ModelOpt's hf_quant_config.json beside config.json, as read (None: the checkpoint has none)
     sidecar: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     # The attribute view a framework gets from `config.<name>`: file values over class defaults.

@@ -127,7 +127,6 @@ def test_the_first_moe_layer_is_read_from_the_keys_that_lay_the_layers_out() -> 
     out of its budget), a per-layer list (MiMo-V2-Flash), an interleave step (Llama-4
     Maverick), Jamba's period and offset; and the index is handed under both names framework
     layers take it by (`layer_id`, `layer_idx`)."""
-    from routescope.analysis.phases.layers import first_moe_layer
     from routescope.intake.load import load_spec
     from tests.conftest import CONFIGS
 
@@ -143,7 +142,7 @@ def test_the_first_moe_layer_is_read_from_the_keys_that_lay_the_layers_out() -> 
         "configs/Qwen--Qwen3-30B-A3B.json": 0,
         "configs/mistralai--Mixtral-8x7B-v0.1.json": 0,
     }
-    got = {name: first_moe_layer(load_spec(str(root / name), offline=True)) for name in expected}
+    got = {name: load_spec(str(root / name), offline=True).first_moe_layer for name in expected}
     assert got == expected
     values, _, _ = layer_values(None, None, {}, 3, read_paths=False)  # type: ignore[arg-type]
     assert values["layer_id"].value == values["layer_idx"].value == 3  # type: ignore[attr-defined]

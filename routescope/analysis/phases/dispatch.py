@@ -42,7 +42,7 @@ from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, 
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
 from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, pinned_versions
-from routescope.analysis.phases.layers import build_routing_layer, first_moe_layer, layer_values
+from routescope.analysis.phases.layers import build_routing_layer, layer_values
 from routescope.analysis.phases.library import (
     LibraryModel,
     build_library_block,
@@ -210,7 +210,7 @@ def trace_dispatch(
         if quant in (None, "bf16")
         else build_quant_config(engine, rules, quant, notes)
     )
-    layer = first_moe_layer(spec)
+    layer = spec.first_moe_layer or 0  # (its layout not known: the first layer, then the next)
     values, built_at, why = layer_values(
         engine, site, {"config": config, "quant_config": quant_config}, layer, library is None
     )

@@ -15,7 +15,6 @@ from routescope.analysis.phases.block import build_block
 from routescope.analysis.phases.model import ModelSite
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.prefix import module_paths
-from routescope.intake.spec import RoutingSpec
 
 Built = list[tuple[PathState, Value, Value]]
 NO_ROUTER = "the block built no router"
@@ -44,47 +43,6 @@ def layer_values(
         built_at,
         why,
     )
-
-
-def first_moe_layer(spec: RoutingSpec) -> int:
-    """The index of the model's first MoE layer, by the layer-pattern keys its config uses (the
-    ones `num_moe_layers` counts by): a hybrid pattern's first 'E' (Nemotron-H), the first layer
-    a per-layer list marks MoE, the first at or after `first_k_dense_replace` that
-    `moe_layer_freq` keeps, the first `decoder_sparse_step` (or its aliases) makes sparse, the first
-    `expert_layer_period` / `expert_layer_offset` give; 0 where none says."""
-    view = spec.config_view
-    pattern = view.get("hybrid_override_pattern")
-    if isinstance(pattern, str):
-        return pattern.index("E") if "E" in pattern else 0
-    for key, mark in (("moe_layer_freq", None), ("layers_block_type", "moe")):
-        marks = view.get(key)
-        if isinstance(marks, list):
-            hits = [i for i, m in enumerate(marks) if (m == mark if mark else bool(m))]
-            return hits[0] if hits else 0
-    first, freq = _index(spec.first_k_dense_replace.value), _index(view.get("moe_layer_freq"))
-    if first is not None:
-        step = freq if freq else 1
-        return first + (-first) % step  # the first i >= first with i % step == 0
-    keys = ("decoder_sparse_step", "moe_layer_frequency", "interleave_moe_layer_step")
-    sparse = next((v for k in keys if (v := _index(view.get(k)))), None)
-    if sparse is not None:
-        skip = view.get("mlp_only_layers")
-        dense = {i for i in skip if isinstance(i, int)} if isinstance(skip, list) else set()
-        last = _index(spec.num_hidden_layers.value) or sparse * (len(dense) + 1)
-        hits = [i for i in range(min(last, 100_000)) if (i + 1) % sparse == 0 and i not in dense]
-        return hits[0] if hits else 0
-    period, offset = (
-        _index(view.get("expert_layer_period")),
-        _index(view.get("expert_layer_offset")),
-    )
-    if period and offset is not None:
-        return offset % period  # (Jamba: i % period == offset)
-    return 0
-
-
-def _index(v: object) -> int | None:
-    """`v` where it is a layer index or count (a non-negative int, no bool), else None."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 def build_routing_layer(
