@@ -61,9 +61,10 @@ def main() -> int:
                 d = rep["dispatch"]
                 sinks = sorted({(p["sink"] or {}).get("name", "-") for p in d["paths"]})
                 status, shown = d["status"], " | ".join(sinks)
-                if rep.get("blockers"):  # a kernel the GPU cannot run, found past the path
+                past = [b for b in rep.get("blockers", []) if b.get("kind") != "raises"]
+                if past:  # a kernel the GPU cannot run, found past the path (not a stop)
                     status += "+"
-                    shown += f"  [{len(rep['blockers'])} blocker(s)]"
+                    shown += f"  [{len(past)} blocker(s)]"
             except RoutescopeError as exc:
                 status, shown = "refused", str(exc)[:160]
             counts[status] += 1
