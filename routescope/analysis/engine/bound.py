@@ -15,6 +15,7 @@ from routescope.analysis.engine.values import (
     Value,
     describe,
 )
+from routescope.analysis.library import heterogeneous
 
 REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module"}
 
@@ -171,6 +172,11 @@ def config_dict(st: PathState, config: Instance, depth: int) -> Value:
         return Unknown("to_dict() of a deeply nested config", kind=UnknownKind.BUDGET)
     fields: dict[str, Value] = {}
     for k, v in st.fields(config).items():
+        if k == heterogeneous.SPEC:  # written as transformers serialises it
+            layered = heterogeneous.serialised(st, v)
+            if layered is not None:
+                fields["per_layer_config"] = layered
+            continue
         if isinstance(v, Instance) and v.cls is None and v.label == "config":
             v = config_dict(st, v, depth - 1)
         fields[k] = v

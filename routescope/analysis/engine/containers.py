@@ -196,6 +196,22 @@ class TupleVal(Value):
         return f"TupleVal({len(self.items)})"
 
 
+class KeyedTuple(TupleVal):
+    """A read-only sequence that also answers to some string keys (transformers' per-layer
+    config view: a layer's config by its index, or by its layer type); a string it does not
+    know raises ValueError with `missing`. `copies`: each index read gives a new copy of the
+    object there (transformers copies the config for each read of a layer's)."""
+
+    __slots__ = ("by_key", "copies", "missing")
+
+    def __init__(self, items: Iterable[Value], by_key: dict[str, Value], missing: str,
+                 copies: bool = False) -> None:  # fmt: skip
+        super().__init__(items)
+        self.by_key = by_key
+        self.missing = missing
+        self.copies = copies
+
+
 class DictVal(Value):
     """A mutable dict: its items live on each path."""
 

@@ -46,7 +46,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
-from routescope.analysis.library import records
+from routescope.analysis.library import heterogeneous, records
 from routescope.analysis.library.builtins import (
     builtin_names,
     const_attribute,
@@ -159,6 +159,10 @@ class ObjectsMixin(EngineBase):
         if isinstance(obj, Instance) and obj.label == LIBRARY and obj.cls is None:
             return [(st, LibraryMethod(obj, name, self.facts.ops))]
         if isinstance(obj, Instance):
+            if obj.label == "config" and obj.cls is None:  # transformers' per-layer configs
+                layered = heterogeneous.config_attribute(st, obj, name)
+                if layered is not None:
+                    return [(st, layered)]
             got = st.field(obj, name)
             if got is not None:
                 return [(st, got)]
@@ -315,7 +319,8 @@ class ObjectsMixin(EngineBase):
     def set_attribute(self, st: PathState, obj: Value, name: str, value: Value) -> None:
         obj = self.resolved(obj)
         if isinstance(obj, Instance):
-            st.write(obj, name, value)
+            if not (obj.label == "config" and heterogeneous.setter(st, obj, name, value)):
+                st.write(obj, name, value)
         elif isinstance(obj, ClassVal):  # the path's own, as an instance's fields are
             own = dict(st.contents(obj))
             own[name] = value

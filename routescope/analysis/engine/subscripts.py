@@ -9,6 +9,7 @@ from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.containers import (
     UNHASHABLE,
     DictVal,
+    KeyedTuple,
     ListVal,
     TupleVal,
     from_python,
@@ -80,6 +81,15 @@ class SubscriptsMixin(EngineBase):
             return got
         if isinstance(obj, ListVal) and isinstance(idx, Const) and type(idx.value) is int:
             return self._list_item(st, obj, idx.value)
+        if isinstance(obj, KeyedTuple) and isinstance(idx, Const):
+            if isinstance(idx.value, str):
+                got = obj.by_key.get(idx.value)
+                return got if got is not None else raises("ValueError", obj.missing)
+            at = idx.value
+            if obj.copies and type(at) is int and -len(obj.items) <= at < len(obj.items):
+                item = obj.items[at]
+                if isinstance(item, Instance):
+                    return Instance(item.cls, dict(st.fields(item)), item.label)
         obj = snapshot(st, obj)
         if isinstance(obj, Const) and isinstance(idx, Const):
             try:

@@ -13,6 +13,7 @@ from routescope.analysis.engine.containers import DictVal, ListVal, TupleVal, st
 from routescope.analysis.engine.contents import entries, seq_items
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import Const, Instance, Unknown, UnknownKind, Value
+from routescope.analysis.library import heterogeneous
 from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ def _config_class(
         return None  # (no such class, or it rejects the values: not told here)
     fields: dict[str, Value] = {}
     for key, value in view.values.items():
+        if key == "per_layer_config":  # (heterogeneous: the spec transformers keeps)
+            heterogeneous.install(fields, value, f"transformers {class_name}.{key}")
+            continue
         passed = kwargs.get(key)
         if passed is not None and key in given and given[key] == value:
             fields[key] = passed  # handed in and kept: the caller's value, with its origin

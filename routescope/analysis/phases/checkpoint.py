@@ -15,6 +15,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library import heterogeneous
 from routescope.intake.build import read_through
 from routescope.intake.quant import HF_QUANT_CONFIG
 from routescope.intake.spec import RoutingSpec
@@ -25,6 +26,9 @@ def config_instance(spec: RoutingSpec) -> Instance:
     for key, value in spec.config_view.items():
         prov = spec.config_view_origin.get(key)
         origin = prov.describe() if prov else "config"
+        if key == "per_layer_config":  # transformers' heterogeneous config, as it keeps it
+            heterogeneous.install(fields, value, origin)
+            continue
         fields[key] = config_value(value, origin, key)
     return Instance(None, _torch_dtypes(fields), "config")
 
