@@ -620,6 +620,24 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 transformers_utils/model_arch_config_convertor.py:420-427 builds each layer's
+    # architecture in a comprehension, and a call in each item forks on whether multimodal
+    # inputs are on (:783-789): each way goes on with the items after it, as a loop would
+    # (before, the whole list was unknown)
+    "a_comprehension_whose_items_fork_goes_on_each_way": """
+import os
+
+def layer(i):
+    if os.environ.get("FW_MM"):
+        return i
+    return i
+
+def route(x):
+    sizes = [layer(i) for i in range(3)]
+    if sizes == [0, 1, 2] and {i: layer(i) for i in range(2)} == {0: 0, 1: 1}:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

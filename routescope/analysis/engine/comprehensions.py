@@ -1,4 +1,4 @@
-"""Comprehensions over known items, on one path."""
+"""Comprehensions over known items, on each way their items take."""
 
 from __future__ import annotations
 
@@ -25,11 +25,18 @@ from routescope.analysis.engine.values import (
     Value,
 )
 
+# a path forked into more ways than this while building one comprehension: unknown
+MAX_WAYS = 16
+
+Way = tuple[PathState, list[object]]  # a path, and the items the comprehension has on it
+
 
 class ComprehensionsMixin(EngineBase):
     def ev_ListComp(self, st: PathState, node: ast.expr) -> Paths:
-        """A comprehension over known items, evaluated item by item on this one path; Unknown
-        when an item, a filter or the iterable is not known, or evaluating forks the path."""
+        """A comprehension over known items, evaluated item by item; where evaluating an item
+        forks the path (a call whose way depends on an unknown), each way goes on with the
+        items after it, as a loop would, until more than MAX_WAYS ways. Unknown when an item,
+        a filter or the iterable is not known."""
         assert isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
         names = {
             n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
@@ -38,15 +45,17 @@ class ComprehensionsMixin(EngineBase):
         if env is None:
             return [(st, Unknown("comprehension", kind=UnknownKind.UNSUPPORTED))]
         saved = {n: env[n] for n in names if n in env}
+        got: list[Way] | Unknown = [(st, [])]
         try:
             got = self._comprehend(st, node, node.generators, [])
         finally:
-            for n in names:  # the comprehension's variables are its own (Python 3 scoping)
-                env.pop(n, None)
-            env.update(saved)
+            for s, _ in [(st, None)] if isinstance(got, Unknown) else got:
+                for n in names:  # the comprehension's variables are its own (Python 3 scoping)
+                    s.env.pop(n, None)
+                s.env.update(saved)
         if isinstance(got, Unknown):
             return [(st, got)]
-        return [(st, self._built(node, cast(list[tuple[object, bool]], got)))]
+        return [(s, self._built(node, cast(list[tuple[object, bool]], items))) for s, items in got]
 
     def _built(self, node: ast.expr, got: list[tuple[object, bool]]) -> Value:
         """The comprehension's value from its items, each with whether a filter the facts do
@@ -87,19 +96,22 @@ class ComprehensionsMixin(EngineBase):
         gens: list[ast.comprehension],
         out: list[object],
         maybe: bool = False,
-    ) -> list[object] | Unknown:
+    ) -> list[Way] | Unknown:
+        """The ways through the comprehension from `st` on, each with its items (`out` and
+        what it adds); a way that raises stops there, with the exception on its path."""
         if not gens:
-            if isinstance(node, ast.DictComp):
-                k, v = self.single(st, node.key), self.single(st, node.value)
-                if k is None or v is None:
-                    return Unknown("comprehension item", kind=UnknownKind.UNSUPPORTED)
-                out.append(((k, v), maybe))
-            else:
-                elt = self.single(st, node.elt)  # type: ignore[attr-defined]
-                if elt is None:
-                    return Unknown("comprehension item", kind=UnknownKind.UNSUPPORTED)
-                out.append((elt, maybe))
-            return out
+            dict_item = isinstance(node, ast.DictComp)
+            parts = [node.key, node.value] if dict_item else [node.elt]  # type: ignore[attr-defined]
+            ways = self.ev_seq(st, parts)
+            if len(ways) > MAX_WAYS:
+                return Unknown("comprehension item", kind=UnknownKind.UNSUPPORTED)
+            made: list[Way] = []
+            for s, vals in ways:
+                item = (vals[0], vals[1]) if dict_item else vals[0]
+                acc = out if len(ways) == 1 else list(out)  # (one way: the list it had)
+                acc.append((item, maybe))
+                made.append((s, acc))
+            return made
         gen = gens[0]
         it = self.single(st, gen.iter)
         items = iteration(it, st) if it is not None else None
@@ -109,25 +121,40 @@ class ComprehensionsMixin(EngineBase):
             return Unknown(
                 f"comprehension over more than {SEQ_LIMIT} items", kind=UnknownKind.BUDGET
             )
+        live: list[Way] = [(st, out)]
         for item in items:
-            self.assign(st, gen.target, item)
-            keep, perhaps = True, maybe
-            for cond in gen.ifs:
-                c = self.single(st, cond)
-                if c is None:  # evaluating the filter forks the path
-                    return Unknown("comprehension filter", kind=UnknownKind.UNSUPPORTED)
-                t = self.truth_of(st, c)
-                if t is None:  # the facts do not decide it: the item is perhaps there
-                    perhaps = True
+            nxt: list[Way] = []
+            for s, acc in live:
+                if s.raising is not None:  # (the comprehension raised on this way)
+                    nxt.append((s, acc))
                     continue
-                keep = keep and t
+                self.assign(s, gen.target, item)
+                keep, perhaps = True, maybe
+                for cond in gen.ifs:
+                    c = self.single(s, cond)
+                    if c is None:  # evaluating the filter forks the path
+                        return Unknown("comprehension filter", kind=UnknownKind.UNSUPPORTED)
+                    t = self.truth_of(s, c)
+                    if t is None:  # the facts do not decide it: the item is perhaps there
+                        perhaps = True
+                        continue
+                    keep = keep and t
+                    if not keep:
+                        break
                 if not keep:
-                    break
-            if keep:
-                got = self._comprehend(st, node, gens[1:], out, perhaps)
+                    nxt.append((s, acc))
+                    continue
+                got = self._comprehend(s, node, gens[1:], acc, perhaps)
                 if isinstance(got, Unknown):
                     return got
-        return out
+                nxt.extend(got)
+            if len(nxt) > MAX_WAYS:
+                return Unknown(
+                    f"comprehension forked into more than {MAX_WAYS} ways",
+                    kind=UnknownKind.BUDGET,
+                )
+            live = nxt
+        return live
 
     def single(self, st: PathState, node: ast.expr) -> Value | None:
         """`node`'s value when evaluating it keeps to this path (None when it forks)."""
