@@ -16,7 +16,7 @@ from routescope.analysis.engine.intervals import (
 )
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import Count
-from routescope.analysis.engine.values import AtLeast, Const, Tensor
+from routescope.analysis.engine.values import AtLeast, Const, Tensor, Unknown, UnknownKind
 from tests.engine.test_engine_synthetic import make_tree, run
 
 HEAD = """
@@ -213,3 +213,76 @@ def test_only_a_count_is_bounded() -> None:
     x = AtLeast(1, "at least one")
     assert bounded_compare(ast.LtE(), x, Const(256), None) is None
     assert bounded_compare(ast.LtE(), Count(1, "tokens"), Const(2.5), None) is None
+
+
+def test_a_joined_value_branched_on_is_known_on_each_way_after(tmp_path: Path) -> None:
+    # vLLM 0.34.0 transformers_utils/model_arch_config_convertor.py:420-427, :783-789: each of
+    # Gemma 4's 30 layers is converted in a comprehension whose call branches on
+    # `supports_multimodal`, a value joined where the server configuration's ways met
+    # (config/model.py:1059); one value on any run, so the comprehension forks once (two ways),
+    # and the second test of it, negated, is decided on each (before: 2**30 ways, unknown)
+    body = """
+def prefix_lm(mm, i):
+    if not mm:
+        return False
+    return True
+
+def route(x, mm):
+    flags = [prefix_lm(mm, i) for i in range(30)]
+    if all(f == flags[0] for f in flags) and (flags[0] if mm else not flags[0]):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    joined = Unknown("differs between paths joined at config/model.py:1059",
+                     kind=UnknownKind.JOINED)  # fmt: skip
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", _scores(),
+                joined)  # fmt: skip
+    assert sorted(str(p.sink.kind if p.sink else None) for p in paths) == ["cuda_kernel"] * 2
+
+
+def test_other_unknowns_are_not_remembered(tmp_path: Path) -> None:
+    """An unknown that is not a joined value may stand for a different value each time it is
+    read (a loop's variable, a call's result): both ways of each test stay."""
+    body = """
+def route(x, v):
+    a = 1 if v else 2
+    b = 1 if v else 2
+    if a == b:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    other = Unknown("the loop variable", kind=UnknownKind.UNSUPPORTED)
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", _scores(),
+                other)  # fmt: skip
+    assert sorted(str(p.sink.kind if p.sink else None) for p in paths).count("torch") == 2
+
+
+def test_a_call_remembered_on_one_way_is_not_taken_where_the_truth_differs(
+    tmp_path: Path,
+) -> None:
+    """A call that read a joined value's truth the path knew gives its result only where the
+    path knows the same (a call cache keyed by what it read, ENGINE.md): on the way where
+    `mm` is false the remembered result of the way where it is true is not taken."""
+    body = """
+def size(mm):
+    total = 0
+    for i in range(20):
+        total += i
+    if mm:
+        return total
+    return -total
+
+def route(x, mm):
+    if mm:
+        first = 1
+    else:
+        first = 2
+    sizes = [size(mm) for _ in range(4)]
+    if sizes == [190 if mm else -190] * 4 and first == (1 if mm else 2):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    joined = Unknown("differs between paths joined at fw/route.py:3", kind=UnknownKind.JOINED)
+    paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", _scores(),
+                joined)  # fmt: skip
+    assert sorted(str(p.sink.kind if p.sink else None) for p in paths) == ["cuda_kernel"] * 2

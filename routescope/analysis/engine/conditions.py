@@ -9,7 +9,7 @@ from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, SetVal
 from routescope.analysis.engine.contents import entries, truth_in
 from routescope.analysis.engine.data import as_data
-from routescope.analysis.engine.intervals import Compared, refine
+from routescope.analysis.engine.intervals import Compared, refine, remember_truth
 from routescope.analysis.engine.join import join_states
 from routescope.analysis.engine.state import Decision, Input, Part, PathState
 from routescope.analysis.engine.values import (
@@ -85,6 +85,7 @@ class ConditionsMixin(EngineBase):
                     s2 = s.fork()
                     s2.decisions.append(decision)
                     refine(s2, v, branch)  # (a count compared: bounded on each way)
+                    remember_truth(s2, v, branch)  # (a joined value: known on each way)
                     out.append((s2, branch))
             else:
                 s.decisions.append(decision)

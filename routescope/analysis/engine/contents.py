@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.openkeys import OpenKeys
+from routescope.analysis.engine.state import RECORDING
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -186,6 +187,12 @@ def truth_in(st: PathState, v: Value) -> bool | None:
         if e.items:
             return True
         return False if e.closed() else None
+    if type(v) is Unknown and v.kind is UnknownKind.JOINED and v.truthy is None:
+        known = st.bounds.get(-id(v))  # a branch on this path decided it (remember_truth)
+        for r in RECORDING:  # (what a computation found is part of what it read)
+            r.truths.setdefault(-id(v), known)
+        if known is not None and known[0] is v and known[1] == known[2]:
+            return bool(known[1])
     return truth(v)
 
 

@@ -25,7 +25,7 @@ from routescope.analysis.engine.contents import (
     snapshot,
 )
 from routescope.analysis.engine.generators import yield_from, yielded
-from routescope.analysis.engine.intervals import Compared
+from routescope.analysis.engine.intervals import Compared, Negation
 from routescope.analysis.engine.merging import merge_partials
 from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
@@ -261,6 +261,8 @@ class ExprMixin(EngineBase):
                         if t is not None
                         else v.negated()
                         if isinstance(v, Compared)
+                        else Negation(v)
+                        if type(v) is Unknown and v.kind is UnknownKind.JOINED
                         else unknown_from("not", v),
                     )
                 )

@@ -15,7 +15,12 @@ a chain of comparisons is a `Compared` only when one link is undecided.)
 
 Only `Count`s are bounded: an integer that stands for one number for the whole trace (one
 object is made per batch). Other unknowns are not: one object may stand for a different
-number each time round a loop."""
+number each time round a loop. The exception is a joined value (kind JOINED: what a variable
+or field held where paths that disagreed on it were joined): one object stands for what that
+variable held there, one value on any run, so a branch on its truth (`if x`, `if not x`) is
+remembered on each way it forks into (`remember_truth`, under the negated identity) and the
+same test is decided on that way after: a comprehension whose every item calls
+`is_mm_prefix_lm(supports_multimodal)` forks once, not once per item."""
 
 from __future__ import annotations
 
@@ -23,7 +28,14 @@ import ast
 
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import Count
-from routescope.analysis.engine.values import AtLeast, Const, Unknown, Value, merge_origins
+from routescope.analysis.engine.values import (
+    AtLeast,
+    Const,
+    Unknown,
+    UnknownKind,
+    Value,
+    merge_origins,
+)
 
 # id of a count -> (the count, its least value, its greatest or None): PathState.bounds
 Bounds = dict[int, tuple[Value, int, int | None]]
@@ -151,5 +163,49 @@ def joined_bounds(states: list[PathState]) -> Bounds:
             continue
         lows = [low, *(r[1] for r in ranges if r is not None)]
         highs = [high, *(r[2] for r in ranges if r is not None)]
+        if key < 0 and (min(lows) != low or max(highs) != high):  # type: ignore[type-var]
+            continue  # (a joined value's truth the ways disagree on: not known)
         out[key] = (subject, min(lows), None if None in highs else max(highs))  # type: ignore[type-var]
     return out
+
+
+class Negation(Unknown):
+    """`not x` of a joined unknown `x`: a branch on it tells `x`'s truth."""
+
+    __slots__ = ("operand",)
+
+    def __init__(self, operand: Unknown) -> None:
+        super().__init__(operand.reason, operand.origins, kind=operand.kind)
+        self.operand = operand
+
+
+def remember_truth(st: PathState, v: Value, truth: bool) -> None:
+    """On `st`, a branch on `v` went `truth`: remember it where `v` is a joined value."""
+    if isinstance(v, Negation):
+        v, truth = v.operand, not truth
+    if type(v) is Unknown and v.kind is UnknownKind.JOINED:
+        st.bounds = {**st.bounds, -id(v): (v, int(truth), int(truth))}
+
+
+def known_truth(bounds: Bounds, v: Unknown) -> bool | None:
+    """The truth of a joined value a branch on this path decided (None: none did)."""
+    known = bounds.get(-id(v))
+    if known is None or known[0] is not v or known[1] != known[2]:
+        return None
+    return bool(known[1])
+
+
+def same_counts(a: Bounds, b: Bounds) -> bool:
+    """`same_bounds`, the truths of joined values aside: two ways that differ only in those
+    are alike, and one stands for both (knowing neither: `forget_truths`)."""
+    return a is b or {k: r[1:] for k, r in a.items() if k > 0} == {
+        k: r[1:] for k, r in b.items() if k > 0
+    }
+
+
+def forget_truths(st: PathState, other: Bounds) -> None:
+    """`st` stands for itself and a way with bounds `other`: what a branch told of a joined
+    value's truth on one of them only is not known of both."""
+    drop = [k for k, r in st.bounds.items() if k < 0 and other.get(k) != r]
+    if drop:
+        st.bounds = {k: r for k, r in st.bounds.items() if k not in drop}

@@ -22,7 +22,11 @@ from routescope.analysis.engine.containers import (
     TupleVal,
     same_const,
 )
-from routescope.analysis.engine.intervals import joined_bounds, same_bounds
+from routescope.analysis.engine.intervals import (
+    forget_truths,
+    joined_bounds,
+    same_counts,
+)
 from routescope.analysis.engine.joinscope import joined_memo, joining
 from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.shapes import (
@@ -321,6 +325,7 @@ def one_of_alike(outs: list[Outcome]) -> list[Outcome]:
             continue
         mine = twin[0].assumptions
         mine.extend(a for a in o[0].assumptions if a not in mine)
+        forget_truths(twin[0], o[0].bounds)
     return kept
 
 
@@ -344,7 +349,7 @@ def _alike(a: Outcome, b: Outcome) -> bool:
         and x.heap_objs.keys() == y.heap_objs.keys()
         and x.memo.keys() == y.memo.keys()
         and all(agree(x.memo[k][0], y.memo[k][0]) for k in x.memo)
-        and same_bounds(x.bounds, y.bounds)
+        and same_counts(x.bounds, y.bounds)
     )
 
 

@@ -262,12 +262,15 @@ class Reads:
     any path that holds the same contents for everything it read (ENGINE.md: caches are keyed
     by what they read)."""
 
-    __slots__ = ("memo", "reads", "since", "writes")
+    __slots__ = ("memo", "reads", "since", "truths", "writes")
 
     def __init__(self) -> None:
         self.since = next(SERIALS)  # objects with a later serial were made by the computation
         self.reads: dict[int, tuple[Value, Any]] = {}
         self.writes: dict[int, Value] = {}
+        # the truths of joined values it looked up on the path (intervals.remember_truth): what
+        # the first lookup found (None: not known there)
+        self.truths: dict[int, Any] = {}
         # functools memo keys looked up on the path: what the first lookup found (None: a
         # miss) and the objects the key names by identity (engine/replay.py)
         self.memo: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
@@ -279,6 +282,8 @@ class Reads:
                 self.reads.setdefault(key, seen)
         for mkey, hit in other.memo.items():
             self.memo.setdefault(mkey, hit)
+        for tkey, known in other.truths.items():
+            self.truths.setdefault(tkey, known)
 
     def older(self, obj: Value) -> bool:
         return getattr(obj, "serial", 0) < self.since
@@ -294,7 +299,11 @@ class Reads:
                     return False
             elif now is not contents:
                 return False
-        return True
+        return self.same_truths(st)
+
+    def same_truths(self, st: PathState) -> bool:
+        """Does `st` know what the computation found of each joined value's truth it looked up?"""
+        return all(st.bounds.get(k) == known for k, known in self.truths.items())
 
     def side_effects(self) -> bool:
         """Did the computation write an object that existed before it?"""
