@@ -45,10 +45,14 @@ class ComprehensionsMixin(EngineBase):
         if env is None:
             return [(st, Unknown("comprehension", kind=UnknownKind.UNSUPPORTED))]
         saved = {n: env[n] for n in names if n in env}
+        frames, envs = len(st.frames), len(st.envs)
         got: list[Way] | Unknown = [(st, [])]
         try:
             got = self._comprehend(st, node, node.generators, [])
         finally:
+            if isinstance(got, Unknown):  # the ways are dropped, and calls entered on `st`
+                del st.frames[frames:]  # itself must not stay entered
+                del st.envs[envs:]
             for s, _ in [(st, None)] if isinstance(got, Unknown) else got:
                 for n in names:  # the comprehension's variables are its own (Python 3 scoping)
                     s.env.pop(n, None)
