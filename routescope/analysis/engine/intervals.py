@@ -187,14 +187,6 @@ def remember_truth(st: PathState, v: Value, truth: bool) -> None:
         st.bounds = {**st.bounds, -id(v): (v, int(truth), int(truth))}
 
 
-def known_truth(bounds: Bounds, v: Unknown) -> bool | None:
-    """The truth of a joined value a branch on this path decided (None: none did)."""
-    known = bounds.get(-id(v))
-    if known is None or known[0] is not v or known[1] != known[2]:
-        return None
-    return bool(known[1])
-
-
 def same_counts(a: Bounds, b: Bounds) -> bool:
     """`same_bounds`, the truths of joined values aside: two ways that differ only in those
     are alike, and one stands for both (knowing neither: `forget_truths`)."""
