@@ -286,3 +286,35 @@ def route(x, mm):
     paths = run(make_tree(tmp_path, {"route.py": HEAD + body}), "fw.route:route", _scores(),
                 joined)  # fmt: skip
     assert sorted(str(p.sink.kind if p.sink else None) for p in paths) == ["cuda_kernel"] * 2
+
+
+LOGS = """
+def note(mm):
+    if mm:  # (a way that only logs: both ways leave the same state)
+        pass
+    return 1
+
+def route(x, mm):
+    note(mm)
+    {after}
+"""
+
+
+def _joined_kinds(tmp_path: Path, after: str) -> list[str]:
+    joined = Unknown("differs between paths joined at fw/route.py:3", kind=UnknownKind.JOINED)
+    tree = make_tree(tmp_path, {"route.py": HEAD + LOGS.format(after=after)})
+    paths = run(tree, "fw.route:route", _scores(), joined)
+    return sorted(str(p.sink.kind if p.sink else None) for p in paths)
+
+
+def test_ways_that_differ_only_in_a_joined_truth_are_one_way(tmp_path: Path) -> None:
+    """A call whose ways only logged is one way after it (join.one_of_alike), as before truths
+    were remembered: what each branch told of `mm` does not keep them apart."""
+    assert _joined_kinds(tmp_path, "return topk_fast(x)") == ["cuda_kernel"]
+
+
+def test_the_way_that_stands_for_both_knows_neither_truth(tmp_path: Path) -> None:
+    """The way kept for both does not keep its own branch's truth: `mm` is tested again
+    after, and both ways follow (keeping it would drop the way where `mm` is false)."""
+    after = "if mm:\n        return topk_fast(x)\n    return torch.topk(x, 2)"
+    assert _joined_kinds(tmp_path, after) == ["cuda_kernel", "torch"]

@@ -32,7 +32,7 @@ from routescope.analysis.engine.containers import (
     TupleVal,
     _Identity,
 )
-from routescope.analysis.engine.intervals import same_counts
+from routescope.analysis.engine.intervals import same_bounds
 from routescope.analysis.engine.state import RECORDING, PathState, Reads, base_of
 from routescope.analysis.engine.values import (
     SERIALS,
@@ -144,7 +144,7 @@ class CallCacheMixin(EngineBase):
 
     def _taken(self, st: PathState, entry: tuple[Any, ...]) -> Value | None:
         value, reads, fresh, bounds, decisions, trail, assumptions = entry
-        if not same_counts(st.bounds, bounds) or not reads.holds_on(st):
+        if not same_bounds(st.bounds, bounds) or not reads.holds_on(st):
             return None
         for r in RECORDING:  # what takes the result stands on what the call read
             r.absorb(reads)

@@ -149,8 +149,13 @@ def refine(st: PathState, v: Value, truth: bool) -> None:
 
 
 def same_bounds(a: Bounds, b: Bounds) -> bool:
-    """Do two paths know the same of every count (a result computed under `a` holds under `b`)?"""
-    return a is b or {k: r[1:] for k, r in a.items()} == {k: r[1:] for k, r in b.items()}
+    """Do two paths know the same of every count (a result computed under `a` holds under `b`)?
+    The truths of joined values aside: two ways that differ only in those are alike, and one
+    stands for both knowing neither (`forget_truths`); a computation that looked one up is
+    taken only where it is the same (`Reads.same_truths`)."""
+    return a is b or {k: r[1:] for k, r in a.items() if k > 0} == {
+        k: r[1:] for k, r in b.items() if k > 0
+    }
 
 
 def joined_bounds(states: list[PathState]) -> Bounds:
@@ -185,14 +190,6 @@ def remember_truth(st: PathState, v: Value, truth: bool) -> None:
         v, truth = v.operand, not truth
     if type(v) is Unknown and v.kind is UnknownKind.JOINED:
         st.bounds = {**st.bounds, -id(v): (v, int(truth), int(truth))}
-
-
-def same_counts(a: Bounds, b: Bounds) -> bool:
-    """`same_bounds`, the truths of joined values aside: two ways that differ only in those
-    are alike, and one stands for both (knowing neither: `forget_truths`)."""
-    return a is b or {k: r[1:] for k, r in a.items() if k > 0} == {
-        k: r[1:] for k, r in b.items() if k > 0
-    }
 
 
 def forget_truths(st: PathState, other: Bounds) -> None:

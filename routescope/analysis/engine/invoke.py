@@ -19,7 +19,7 @@ from routescope.analysis.engine.containers import UNHASHABLE, UNTOLD, key_of, ne
 from routescope.analysis.engine.contents import snapshot
 from routescope.analysis.engine.facts import JIT_MODULE, SinkRule
 from routescope.analysis.engine.generators import YIELDS, is_generator
-from routescope.analysis.engine.intervals import same_counts
+from routescope.analysis.engine.intervals import same_bounds
 from routescope.analysis.engine.join import JOIN_DEPTH, agree, commit_agreed
 from routescope.analysis.engine.memo import cache_bound, evict
 from routescope.analysis.engine.methods import ContainerMethod, call_method
@@ -220,7 +220,7 @@ class InvokeMixin(EngineBase):
         """A memo another path filled, valid here: this path holds the same contents for every
         object the cached call read (what it built comes with it, its decisions replayed)."""
         for value, decisions, bound, reads, fresh, bounds in self._shared.get(key, ()):
-            if bound is fn.bound and same_counts(st.bounds, bounds) and reads.holds_on(st):
+            if bound is fn.bound and same_bounds(st.bounds, bounds) and reads.holds_on(st):
                 for r in RECORDING:  # the hit stands on what the cached call read
                     r.absorb(reads)
                 for obj, contents in fresh:

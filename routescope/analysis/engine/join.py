@@ -25,7 +25,7 @@ from routescope.analysis.engine.containers import (
 from routescope.analysis.engine.intervals import (
     forget_truths,
     joined_bounds,
-    same_counts,
+    same_bounds,
 )
 from routescope.analysis.engine.joinscope import joined_memo, joining
 from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
@@ -349,7 +349,7 @@ def _alike(a: Outcome, b: Outcome) -> bool:
         and x.heap_objs.keys() == y.heap_objs.keys()
         and x.memo.keys() == y.memo.keys()
         and all(agree(x.memo[k][0], y.memo[k][0]) for k in x.memo)
-        and same_counts(x.bounds, y.bounds)
+        and same_bounds(x.bounds, y.bounds)
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY
 from routescope.analysis.engine.containers import Entries, Seq, _Identity
-from routescope.analysis.engine.intervals import same_counts
+from routescope.analysis.engine.intervals import same_bounds
 from routescope.analysis.engine.state import PathState, Reads, base_of
 from routescope.analysis.engine.values import ClassVal, Const, Instance, ModuleVal, Value
 
@@ -45,7 +45,7 @@ class Replay:
             return False
         if self.a.raising is not None or self.b.raising is not None:
             return False
-        if not same_counts(self.a.bounds, self.b.bounds) or not self.reads.same_truths(self.b):
+        if not same_bounds(self.a.bounds, self.b.bounds) or not self.reads.same_truths(self.b):
             return False  # what the branches told of a count decides comparisons with it
         try:
             self._any(tuple(roots_a), tuple(roots_b))
