@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.frameworks import FrameworkRules, load_framework
@@ -15,6 +17,34 @@ from routescope.intake import RoutingSpec, load_spec
 from routescope.source.tree import SourceTree
 from routescope.timing import phase
 from routescope.tracecache import traced_report
+
+_T = TypeVar("_T")
+
+
+class _Beside(Generic[_T]):
+    """`work()` run in a daemon thread while the caller goes on; result() waits for it and
+    returns its value or raises its exception. A daemon, so that a process ending on another
+    error does not wait for it (a network timeout); what it writes is written atomically."""
+
+    def __init__(self, work: Callable[[], _T]) -> None:
+        self._work = work
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="routescope-beside", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as e:  # handed to the caller's thread by result()
+            self._error = e
+
+    def result(self) -> _T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
 
 _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 
@@ -90,7 +120,14 @@ def inspect(req: InspectRequest) -> dict[str, Any]:
 
 
 def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]:
-    """The model's RoutingSpec and the report, reading the model and the source once each."""
+    """The model's RoutingSpec and the report, reading the model and the source once each.
+
+    A published release is opened (its index page and listing fetched: network waits) while
+    the model's config is read (transformers builds its class: CPU), in a second thread; the
+    model's error, if both fail, is the one reported, as when they ran one after the other."""
+    opening: _Beside[tuple[FrameworkRules, SourceTree, str]] | None = None
+    if req.framework is not None and req.framework_src is None:
+        opening = _Beside(lambda: open_framework(req.framework or "", offline=req.offline))
     with phase("intake: the model's config"):
         spec = load_spec(req.model, offline=req.offline, revision=req.revision)
     gpu = resolve_gpu(req.gpu)
@@ -98,16 +135,17 @@ def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]
         from routescope.report import build_report
 
         return spec, build_report(spec)
-    if req.framework_src is not None:
+    version: str | None
+    if opening is not None:
+        with phase(f"source: open {req.framework} (the part not done beside the intake)"):
+            rules, tree, version = opening.result()
+        name = rules.id
+    else:
         from routescope.source.open import open_source
 
         with phase(f"source: open {req.framework_src}"):
-            tree = open_source(req.framework_src, offline=req.offline)
+            tree = open_source(req.framework_src or "", offline=req.offline)
         name, version = tree.name, tree.version
-    else:
-        with phase(f"source: open {req.framework}"):
-            rules, tree, version = open_framework(req.framework or "", offline=req.offline)
-        name = rules.id
     rules = load_framework(name)
     server_args = dict(req.server_args)
     if req.ep is not None:

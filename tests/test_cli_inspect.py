@@ -141,3 +141,49 @@ def test_deployment_flags_without_a_framework_are_exit_2(
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "--gpu --tp: describes a deployment: give --framework" in err
+
+
+def test_a_bad_model_and_a_bad_framework_name_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The release is opened in a second thread while the model is read: when both are bad,
+    the model's error is the one line, as when they ran one after the other."""
+    path = _write(tmp_path, '{"a": 1,')
+    code, out, err = run(["inspect", path, "--framework", "nosuch==1.0", "--gpu", "sm120"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "malformed JSON" in err and "nosuch" not in err
+
+
+def test_a_bad_framework_beside_a_good_model_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The error raised in the opening thread reaches the user as the same one line."""
+    code, out, err = run(["inspect", GLM5, "--framework", "nosuch==1.0", "--gpu", "sm120"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--framework nosuch: no rules for this framework; known: sglang, vllm" in err
+
+
+def test_the_release_is_opened_beside_the_intake(monkeypatch: pytest.MonkeyPatch) -> None:
+    """open_framework runs while the model's config is read, not after it."""
+    import threading
+
+    from routescope import api
+    from routescope.errors import RoutescopeError
+    from routescope.intake import load_spec
+
+    opened = threading.Event()
+    overlapped: list[bool] = []
+
+    def fake_open(framework: str, *, offline: bool = False) -> None:
+        opened.set()
+        raise RoutescopeError(f"--framework {framework}", "stop here")
+
+    def fake_load(*args: object, **kwargs: object) -> object:
+        overlapped.append(opened.wait(5))  # the opening has started before the intake ends
+        return load_spec(GLM5)
+
+    monkeypatch.setattr(api, "open_framework", fake_open)
+    monkeypatch.setattr(api, "load_spec", fake_load)
+    with pytest.raises(RoutescopeError, match="stop here"):
+        api.inspect(api.InspectRequest(model=GLM5, framework="sglang==0.5.23"))
+    assert overlapped == [True]
