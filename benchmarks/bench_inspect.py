@@ -6,7 +6,8 @@ Usage: python benchmarks/bench_inspect.py [--runs 5] [--skip-cold] [--phases] [-
 Cold = an empty ROUTESCOPE_CACHE (the transformers defaults and the framework source are fetched
 and built); warm = the same cache again, where an unchanged trace is read back from the report
 cache; "traced again" = a warm source cache with the report cache off (ROUTESCOPE_TRACE_CACHE=0),
-i.e. what a new model or deployment costs. Prints a markdown table: median and max seconds.
+i.e. what a new model or deployment costs. Prints a markdown table: median and max seconds,
+and the peak memory of the largest process among a case's runs (benchmarks/measured.py).
 Beside each cold trace, in the same run, the naive script (benchmarks/naive_read.py: pip
 download the wheel, unzip it, ast-parse the routing slice) and the ratio cold / naive.
 
@@ -24,13 +25,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measured import run_measured
 from naive_read import naive
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +55,7 @@ PYTHON = sys.executable  # --python: another install (the core one has no torch,
 
 
 PHASES: list[tuple[str, str]] = []  # (what was run, its timings table)
+PEAK_MB: list[float] = []  # this checkout's runs of the case being measured
 
 
 def run(args: list[str], cache: str, trace_cache: bool = True, root: Path = ROOT,
@@ -65,11 +66,12 @@ def run(args: list[str], cache: str, trace_cache: bool = True, root: Path = ROOT
     cmd = [PYTHON, "-m", "routescope", "inspect", *args, "--tp", "8", "--format", "json"]
     if "--framework" not in args:
         cmd = [*cmd[:-4], "--format", "json"]  # intake only: no --tp
-    start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
+    done = run_measured(cmd, root, env)
+    elapsed = done.seconds
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
+    if root == ROOT:
+        PEAK_MB.append(done.peak_mb)
     if phases:
         table = done.stderr[done.stderr.find("routescope timings") :].rstrip()
         PHASES.append((f"{phases} (this process: {elapsed:.2f} s)", table))
@@ -89,8 +91,8 @@ def main() -> int:
     PYTHON = opts.python
     base: Path | None = opts.baseline.resolve() if opts.baseline else None
     head = ("| case | cold (s) | naive script (s) | cold / naive | warm median (s) | warm max (s) "
-            "| traced again, median (s) |")  # fmt: skip
-    rule = "|---|---:|---:|---:|---:|---:|---:|"
+            "| traced again, median (s) | peak memory (MB) |")  # fmt: skip
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
     if base is not None:
         head += " baseline traced again (s) | this / baseline |"
         rule += "---:|---:|"
@@ -100,6 +102,7 @@ def main() -> int:
         if opts.only not in name:
             continue
         framework = args[args.index("--framework") + 1] if "--framework" in args else None
+        PEAK_MB.clear()
         with tempfile.TemporaryDirectory() as cache:
             took = (
                 None
@@ -123,7 +126,7 @@ def main() -> int:
                 run(args, cache, trace_cache=False, phases=f"{name}, traced again")
         line = (f"| {name} | {cold} | {versus[0]} | {versus[1]} "
                 f"| {statistics.median(warm):.2f} | {max(warm):.2f} "
-                f"| {statistics.median(again):.2f} |")  # fmt: skip
+                f"| {statistics.median(again):.2f} | {max(PEAK_MB):.0f} |")  # fmt: skip
         if base is not None:
             ratio = statistics.median(again) / statistics.median(before)
             line += f" {statistics.median(before):.2f} | {ratio:.2f} |"
