@@ -704,3 +704,31 @@ def test_nonlocal_write_after_the_enclosing_call_returned_is_not_a_guess(tmp_pat
     }
     assert returned(run(tmp_path, files, entry="fw.main:first")) == [1]
     assert returned(run(tmp_path / "2", files, entry="fw.main:second")) in ([None], [2])
+
+
+def test_f_strings_of_known_values_read_as_python_makes_them(tmp_path: Path) -> None:
+    """An f-string whose parts are all known is the string Python makes, conversions and format
+    specs included (a raise's message names the sizes it refuses: `= 96 is not divisible by
+    block_n = 128`); a part of another type, or a spec Python refuses, leaves it unknown."""
+    body = """
+def main(n, name, ratio, flag):
+    width = 8
+    return (
+        f"= {n} is not divisible by {width * 16}.",
+        f"{name!r} / {name!s} / {name!a} / {n:>5} / {ratio:.2f} / {n:{width}d} / {flag}",
+        f"{None} {n!r:>4} {'x'!r}",
+    )
+"""
+    facts = (Const(96), Const("flashinfer_ü"), Const(0.3333), Const(True))
+    namespace: dict[str, Any] = {}
+    exec(body, namespace)  # the test's own snippet, run by Python to compare
+    want = namespace["main"](*(f.value for f in facts))
+    assert returned(run(tmp_path, {"main.py": body}, *facts)) == [want]
+    odd = """
+def main(n, size):
+    return f"{n:.2f}", f"{size}", f"{n:q}"
+"""
+    got = run(tmp_path / "odd", {"main.py": odd}, Const("text"), Unknown("size"))
+    assert returned(got) == [None]  # a tuple holding unknowns: not one known constant
+    (value,) = [p.value for p in got]
+    assert all(isinstance(v, Unknown) for v in value.items), value  # type: ignore[attr-defined]

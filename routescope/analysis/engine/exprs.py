@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from routescope.analysis.engine import enums
 from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Paths, handler
@@ -136,26 +136,27 @@ class ExprMixin(EngineBase):
         return [(st, Const(node.value))]
 
     def ev_JoinedStr(self, st: PathState, node: ast.JoinedStr) -> Paths:
-        parts = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
+        """An f-string: where every part is a known value, the string Python makes of them
+        (`!r`, `!s`, `!a` and a format spec applied by Python's own format(), as the values are
+        Python's own: str, int, float, bool, None)."""
+        parts: list[ast.expr] = []
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                parts.append(v.value)
+                if v.format_spec is not None:
+                    parts.append(v.format_spec)
+            else:
+                parts.append(v)
+        literal = any(isinstance(v, ast.Constant) and v.value for v in node.values)
         out: Paths = []
         for s, vals in self.ev_seq(st, parts):
-            literal = any(isinstance(v, ast.Constant) and v.value for v in node.values)
-            if all(isinstance(v, Const) for v in vals) and not any(
-                isinstance(v, ast.FormattedValue) and (v.format_spec or v.conversion != -1)
-                for v in node.values
-            ):
-                out.append((s, Const("".join(str(v.value) for v in vals), merge_origins(*vals))))  # type: ignore[attr-defined]
+            text = _formatted(node, vals) if all(isinstance(v, Const) for v in vals) else None
+            if text is not None:
+                out.append((s, Const(text, merge_origins(*vals))))
             else:
-                out.append(
-                    (
-                        s,
-                        Unknown(
-                            "f-string",
-                            truthy=True if literal else None,
-                            kind=UnknownKind.UNSUPPORTED,
-                        ),
-                    )
-                )
+                why = "f-string"
+                out.append((s, Unknown(why, truthy=True if literal else None,
+                                       kind=UnknownKind.UNSUPPORTED)))  # fmt: skip
         return out
 
     def ev_Attribute(self, st: PathState, node: ast.Attribute) -> Paths:
@@ -341,3 +342,32 @@ class ExprMixin(EngineBase):
 def _any_of(old: Value, why: Unknown) -> Value:
     """An item a ** of an unknown mapping may have overwritten."""
     return why if not isinstance(old, Const) else Unknown(why.reason, kind=why.kind)
+
+
+_CONVERSIONS: dict[int, Callable[[object], str]] = {ord("r"): repr, ord("s"): str, ord("a"): ascii}
+_FORMATTABLE = (str, int, float, bool, type(None))
+
+
+def _formatted(node: ast.JoinedStr, vals: list[Value]) -> str | None:
+    """The f-string's text from its parts' known values (in the order ev_JoinedStr reads
+    them: each value, then its format spec), or None where Python's format of one is not
+    this module's to run (a value of another type) or raises."""
+    out: list[str] = []
+    it = iter(vals)
+    for part in node.values:
+        got = cast(Const, next(it)).value
+        if not isinstance(part, ast.FormattedValue):
+            out.append(str(got))
+            continue
+        spec = cast(Const, next(it)).value if part.format_spec is not None else ""
+        if part.conversion == -1 and spec == "":
+            out.append(str(got))  # format(v, "") is str(v) for every value a Const holds
+            continue
+        if not isinstance(got, _FORMATTABLE) or not isinstance(spec, str):
+            return None
+        try:
+            shown = _CONVERSIONS[part.conversion](got) if part.conversion != -1 else got
+            out.append(format(shown, spec))
+        except (ValueError, TypeError, KeyError):
+            return None
+    return "".join(out)
