@@ -258,7 +258,8 @@ def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
     deployment's own values, or (implicit) where Python raises on a decided value: the
     deployment stops there (the server does not start, or the decode step fails)."""
     where = f"{stop['file']}:{stop['line']}"
-    said = f"{stop['exception']}: {stop['message']}" if stop["message"] else stop["exception"]
+    message = stop.get("message_raised") or stop["message"]  # with its values, where known
+    said = f"{stop['exception']}: {message}" if message else stop["exception"]
     guard = stop.get("guard")
     if stop.get("implicit"):
         line = stop.get("statement") or "the statement"

@@ -140,6 +140,8 @@ def stop_dict(s: Stop) -> dict[str, Any]:
                            "function": s.function, "exception": s.exception,
                            "message": s.message, "implicit": s.implicit,
                            "statement": s.statement}  # fmt: skip
+    if s.raised and s.raised != s.message:
+        out["message_raised"] = s.raised
     out["guard"] = _decision(s.guard) if s.guard is not None else None
     return out
 

@@ -622,6 +622,7 @@ class Layer:
     (stop,) = explicit_stops(engine)
     assert (stop.step, stop.exception, stop.line) == ("building Method", "ValueError", 7)
     assert stop.message == "Current platform does not support NVFP4 with {backend}"  # f-string
+    assert stop.raised == "Current platform does not support NVFP4 with 'auto'"  # as made
     assert stop.guard is not None and stop.guard.text.startswith("not blackwell")
     staged = [n.partition(" on its own")[0] for n in engine.staged]
     assert staged == ["building Method (a bare value)", "building Block", "building Layer"]
@@ -961,3 +962,67 @@ def test_a_quantized_checkpoint_the_release_builds_unquantized_is_said() -> None
     assert served_unquantized(spec, "modelopt_fp4", Const(None)) is None
     assert served_unquantized(spec, None, Instance(None, {}, "quant_config")) is None
     assert served_unquantized(SimpleNamespace(quant=None), None, Const(None)) is None  # type: ignore[arg-type]
+
+
+def test_a_stop_says_its_message_with_the_values_it_was_made_with(tmp_path: Path) -> None:
+    """SGLang's FP8 MoE method refuses a TP slice of the experts that is not a whole number of
+    weight blocks with `raise ValueError(f"... = {intermediate_size_per_partition} is not
+    divisible by ... block_n = {block_n}.")` (quantization/fp8.py:1402-1407 in 0.5.21): the
+    blocker says the numbers (96, 128), the report keeps the source's text beside them, and
+    the schema takes both. A message with a part the facts do not decide is left as written."""
+    import json
+
+    import jsonschema
+
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.engine.values import Unknown
+    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+def create_weights(intermediate_size, tp, block_n, where):
+    intermediate_size_per_partition = intermediate_size // tp
+    if intermediate_size_per_partition % block_n != 0:
+        raise ValueError(
+            f"The output_size of gate's and up's weight = "
+            f"{intermediate_size_per_partition} is not divisible by "
+            f"weight quantization block_n = {block_n} ({where})."
+        )
+"""
+    engine = Engine(make_tree(tmp_path, {"fp8.py": src}), Facts())
+    fn = resolve_entry(engine, "fw.fp8:create_weights")
+    args = [Const(768, ("config.json: moe_intermediate_size",)), Const(8, ("--tp",)),
+            Const(128, ("config.json: quantization_config",)), Const("layer 3")]  # fmt: skip
+    run_phase(engine, 10_000, "step known",
+              lambda: engine.call(PathState(envs=[{}]), fn, args, {}, None))  # fmt: skip
+    stops = {s.step: s for s in explicit_stops(engine)}
+    stop = stops["step known"]
+    assert stop.message == ("The output_size of gate's and up's weight = "
+                            "{intermediate_size_per_partition} is not divisible by weight "
+                            "quantization block_n = {block_n} ({where}).")  # fmt: skip
+    said = ("The output_size of gate's and up's weight = 96 is not divisible by weight "
+            "quantization block_n = 128 (layer 3).")  # fmt: skip
+    assert stop.raised == said
+    as_json = report.stop_dict(stop)
+    assert as_json["message"] == stop.message and as_json["message_raised"] == said
+    assert (
+        stop_blocker(as_json, "fw 1.0")["what"] == f"fw 1.0 stops in step known: ValueError: {said}"
+    )
+    schema = json.loads((Path(__file__).parent.parent / "routescope" / "schema" /
+                         "report.schema.json").read_text())  # fmt: skip
+    stops_schema = schema["properties"]["dispatch"]["properties"]["stops"]["items"]
+    jsonschema.validate(json.loads(json.dumps(as_json)), {**schema, **stops_schema})
+    engine2 = Engine(make_tree(tmp_path / "b", {"fp8.py": src}), Facts())
+    fn2 = resolve_entry(engine2, "fw.fp8:create_weights")
+    args = [*args[:3], Unknown("a name")]
+    run_phase(engine2, 10_000, "step unknown",
+              lambda: engine2.call(PathState(envs=[{}]), fn2, args, {}, None))  # fmt: skip
+    (unknown,) = explicit_stops(engine2)
+    assert unknown.raised == "" and "message_raised" not in report.stop_dict(unknown)
+    assert (
+        "{intermediate_size_per_partition}" in stop_blocker(report.stop_dict(unknown), "fw")["what"]
+    )

@@ -14,6 +14,21 @@ from routescope.analysis.engine.values import (
 )
 
 
+class MadeException(External):
+    """A builtin exception made with a message every part of which is known
+    (`ValueError(f"... = {size} is not divisible by {block_n}.")`): it stands for its class,
+    as External does, and keeps the message as Python would render it."""
+
+    __slots__ = ("said",)
+
+    def __init__(self, name: str, said: str) -> None:
+        super().__init__(name)
+        self.said = said
+
+    def __repr__(self) -> str:
+        return f"MadeException({self.name}: {self.said})"
+
+
 class ExceptionsMixin(EngineBase):
     def exception_matches(
         self, exc: Value | None, handler: ast.ExceptHandler, st: PathState

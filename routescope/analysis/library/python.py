@@ -13,6 +13,7 @@ from routescope.analysis.engine import enums
 from routescope.analysis.engine.bound import BoundOperation, ContextVarMethod
 from routescope.analysis.engine.containers import DictVal, ListVal, MappingProxy, SetVal, TupleVal
 from routescope.analysis.engine.contents import field_names, snapshot, truth_in
+from routescope.analysis.engine.exceptions import MadeException
 from routescope.analysis.engine.sequences import over_containers
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -257,7 +258,10 @@ def _exception(
     kwargs: dict[str, Value],
     node: ast.AST | None,
 ) -> Paths | None:
-    return one(st, External(name))  # ValueError("...") stands for its class
+    said = args[0] if len(args) == 1 and not kwargs else None
+    if isinstance(said, Const) and isinstance(said.value, str):  # its message, as rendered
+        return one(st, MadeException(name, said.value))
+    return one(st, External(name))  # ValueError(...) stands for its class
 
 
 @models("importlib.util.find_spec")

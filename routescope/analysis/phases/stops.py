@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.exceptions import MadeException
 from routescope.analysis.engine.state import Decision, Input, PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -43,6 +44,8 @@ class Stop:
     statement: str = ""  # the source text of the statement that raised (first line)
     # the decided conditions on the way to it, nearest first: what a way past it may change
     guards: tuple[Decision, ...] = ()
+    # the message as the raise made it, its f-string's values in, where every one was known
+    raised: str = ""
 
 
 def explicit_stops(engine: Engine) -> tuple[Stop, ...]:
@@ -62,7 +65,7 @@ def explicit_stops(engine: Engine) -> tuple[Stop, ...]:
                                implicit=isinstance(st.raising, PythonRaise),
                                statement=_statement_text(engine, function.partition(":")[0],
                                                          line),
-                               guards=decided[:MAX_GUARDS])  # fmt: skip
+                               guards=decided[:MAX_GUARDS], raised=_as_raised(st))  # fmt: skip
     return tuple(out.values())
 
 
@@ -168,6 +171,14 @@ def _raise_statement(engine: Engine, module: str, line: int) -> tuple[str, str] 
                 return ast.unparse(exc), ""
             return ast.unparse(exc.func), _message(exc.args[0] if exc.args else None)
     return None
+
+
+def _as_raised(st: PathState) -> str:
+    """The message the path's exception was made with, as Python renders it ("" where a part
+    of it was not known, or Python raised it: its own message is already in its words)."""
+    exc = st.raising
+    said = exc.said if isinstance(exc, MadeException) else ""
+    return " ".join(said.split())[:300]
 
 
 def _message(msg: ast.expr | None) -> str:
