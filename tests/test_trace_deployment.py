@@ -342,6 +342,28 @@ def test_a_model_served_through_the_transformers_backend_is_traced_in_the_librar
 
 
 @pytest.mark.network
+def test_vllm_says_it_serves_an_unregistered_model_through_its_transformers_backend(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM 0.33.0 dropped its own Dots1 class (registry.py _PREVIOUSLY_SUPPORTED_MODELS:
+    "0.23.0"), but does not refuse dots.llm1: resolve_model_cls sends an architecture its
+    registry lacks, with model_impl auto, to _try_resolve_transformers, which serves it through
+    the Transformers modeling backend when the installed transformers defines the class. vLLM
+    asks a range of transformers (no one version), so the answer says that, and which release
+    function decides, instead of "the registry has no model class"."""
+    model = str(CONFIGS / "rednote-hilab--dots.llm1.base.json")
+    code = main(["inspect", model, "--framework", "vllm==0.33.0", "--gpu", "sm120", "--tp", "8"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().count("\n") == 0
+    assert "Dots1ForCausalLM: the registry (vllm.model_executor.models.registry) has no" in err
+    assert "the release serves it through its Transformers modeling backend" in err
+    assert "(vllm.model_executor.models.registry:_ModelRegistry._try_resolve_transformers, " in err
+    assert "vllm/model_executor/models/registry.py:" in err
+    assert "if transformers, as the server has it, defines the class" in err
+    assert "pins no exact transformers version" in err
+
+
+@pytest.mark.network
 def test_a_model_build_that_raises_on_every_way_is_not_selected() -> None:
     """DeepSeek-V3 bf16 on SGLang 0.5.4: building the model asks the quantization config of
     None for its name (models/deepseek_v2.py:2902, determine_num_fused_shared_experts), so the
