@@ -318,3 +318,40 @@ def test_the_way_that_stands_for_both_knows_neither_truth(tmp_path: Path) -> Non
     after, and both ways follow (keeping it would drop the way where `mm` is false)."""
     after = "if mm:\n        return topk_fast(x)\n    return torch.topk(x, 2)"
     assert _joined_kinds(tmp_path, after) == ["cuda_kernel", "torch"]
+
+
+def test_sizes_made_from_a_count_keep_its_lower_bound(tmp_path: Path) -> None:
+    """vLLM 0.33.0 sizes its MoE workspace from the batch's tokens (workspace.py:195-223:
+    `sum(round_up(prod(shape) * dtype.itemsize, 256) ...)`) and grows it from 0 when
+    `current_size < required_bytes`. The bytes of a batch of at least one token are at least
+    one: arithmetic that grows with its operands keeps the bound (+, - of a known int, * of
+    bounds at least 0, // by a known positive int, sum(), math.prod(), a dtype's itemsize, at
+    least 1 for a tensor's dtype not known); anything else gives none."""
+    from tests.engine.test_engine_soundness import returned
+    from tests.engine.test_engine_soundness import run as run_program
+
+    src = """
+import torch
+from math import prod
+
+def round_up(x, y):
+    return ((x + y - 1) // y) * y
+
+def main(m, x, other, pos):
+    shapes = [((m, 8, 4096), torch.bfloat16), ((m, 14336), x.dtype)]
+    total = sum(round_up(prod(s) * d.itemsize, 256) for s, d in shapes)
+    grows = 0 < total
+    bounded = (m + 1 > 1, m * 2 >= 2, m - 1 >= 0, (m + 255) // 256 >= 1, prod((m, 8)) >= 8,
+               torch.float8_e4m3fn.itemsize, torch.float.itemsize)
+    unbounded = (m * -1 < 0, 5 - m < 5, m // pos > 0, prod((m, -2)) < 0, sum([m, other]) > 0)
+    return grows, bounded, unbounded
+"""
+    paths = run_program(tmp_path, {"main.py": src}, Count(1, "tokens in the batch"),
+                        Tensor(), Unknown("a number"), AtLeast(1, "a positive number"))  # fmt: skip
+    (value,) = [p.value for p in paths]
+    assert returned(paths) == [None]  # (the unbounded ones are unknown)
+    grows, bounded, unbounded = value.items  # type: ignore[attr-defined]
+    assert isinstance(grows, Const) and grows.value is True
+    assert isinstance(bounded, Const)  # a tuple of constants: one constant
+    assert bounded.value == (True, True, True, True, True, 1, 4)
+    assert all(type(v) is not Const for v in unbounded.items), unbounded.items

@@ -25,7 +25,7 @@ from routescope.analysis.engine.contents import (
     snapshot,
 )
 from routescope.analysis.engine.generators import yield_from, yielded
-from routescope.analysis.engine.intervals import Compared, Negation
+from routescope.analysis.engine.intervals import Compared, Negation, bounded_binop
 from routescope.analysis.engine.merging import merge_partials
 from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
@@ -244,6 +244,9 @@ class ExprMixin(EngineBase):
             and (not isinstance(a, Tensor))
         ):  # a divisor that is 0, or may be: a number raises, a tensor would not
             return may_raise("ZeroDivisionError", unknown_from(self.source_text(node), a, b))
+        low = bounded_binop(node.op, a, b)  # a count known from below, in a sum, a product, ...
+        if low is not None:
+            return low
         if isinstance(a, Tensor):
             return Tensor(producer=a.producer, made_at=a.made_at, role=a.role)
         if isinstance(b, Tensor):

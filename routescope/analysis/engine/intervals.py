@@ -198,3 +198,39 @@ def forget_truths(st: PathState, other: Bounds) -> None:
     drop = [k for k, r in st.bounds.items() if k < 0 and other.get(k) != r]
     if drop:
         st.bounds = {k: r for k, r in st.bounds.items() if k not in drop}
+
+
+def low_of(v: Value) -> int | None:
+    """The least value of an integer known from below (an AtLeast) or known (an int)."""
+    if isinstance(v, AtLeast):
+        return v.low
+    return v.value if isinstance(v, Const) and type(v.value) is int else None
+
+
+def bounded(low: int, operands: list[Value]) -> AtLeast:
+    """An integer at least `low`, computed from `operands`, one at least known from below: it
+    says what the first such one was (a fork on it names what decides it)."""
+    why = next(v for v in operands if isinstance(v, AtLeast))
+    out = AtLeast(low, why.reason, merge_origins(*operands))
+    out.kind = why.kind
+    return out
+
+
+def bounded_binop(op: ast.operator, a: Value, b: Value) -> AtLeast | None:
+    """A lower bound of `a op b` where one operand is an integer known from below and the
+    other an int or another such, and the result grows with them: `+`; `-` of a known int;
+    `*` where both bounds are at least 0; `//` by a known positive int. (`n * 2 + 1` of a
+    batch of at least one token is at least 3: the workspace it sizes must grow from 0.)
+    None where no bound follows."""
+    la, lb = low_of(a), low_of(b)
+    if la is None or lb is None or not (isinstance(a, AtLeast) or isinstance(b, AtLeast)):
+        return None
+    if isinstance(op, ast.Add):
+        return bounded(la + lb, [a, b])
+    if isinstance(op, ast.Sub) and isinstance(b, Const):
+        return bounded(la - lb, [a, b])
+    if isinstance(op, ast.Mult) and la >= 0 and lb >= 0:
+        return bounded(la * lb, [a, b])
+    if isinstance(op, ast.FloorDiv) and isinstance(b, Const) and lb > 0:
+        return bounded(la // lb, [a, b])
+    return None

@@ -32,7 +32,7 @@ from routescope.analysis.engine.methods import ContainerMethod
 from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
 from routescope.analysis.engine.state import PathState, class_of
 from routescope.analysis.engine.stmts import GLOBALS_KEY
-from routescope.analysis.engine.tensors import TENSOR_MEMBERS, TensorMethod
+from routescope.analysis.engine.tensors import TENSOR_MEMBERS, TensorMethod, dtype_attribute
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
@@ -131,10 +131,8 @@ class ObjectsMixin(EngineBase):
             full = f"{obj.name}.{name}"
             if full == "sys.modules":
                 return [(st, self.sys_modules())]
-            fact = self.facts.attribute_fact(full)
-            if fact is not None:
-                return [(st, fact)]
-            return [(st, External(full, obj.origins))]
+            fact = dtype_attribute(obj, name) or self.facts.attribute_fact(full)  # (Values: true)
+            return [(st, fact if fact is not None else External(full, obj.origins))]
         if isinstance(obj, SuperProxy):
             found = obj.cls.lookup(name) if obj.cls else None
             recv = obj.receiver
@@ -300,7 +298,9 @@ class ObjectsMixin(EngineBase):
             return [(st, Unknown(obj.reason, obj.origins, kind=obj.kind))]
         if isinstance(obj, records.FieldDefault):  # dataclasses.field(...)'s Field
             return [(st, obj.read(name))]
-        return [(st, Unknown(f"attribute of {type(obj).__name__}", kind=UnknownKind.UNSUPPORTED))]
+        got = dtype_attribute(obj, name)  # (a tensor's dtype: its itemsize is at least 1)
+        why = Unknown(f"attribute of {type(obj).__name__}", kind=UnknownKind.UNSUPPORTED)
+        return [(st, got if got is not None else why)]
 
     def _method(self, st: PathState, found: FunctionVal, obj: Value, cls: Value) -> Paths:
         """A function found on the class of `obj`, as the attribute lookup gives it: a

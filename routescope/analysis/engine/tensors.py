@@ -193,6 +193,17 @@ def element_size(t: Tensor) -> Value | None:
     return Const(size) if size is not None else None
 
 
+def dtype_attribute(dtype: Value, name: str) -> Value | None:
+    """A torch dtype's own number: `torch.bfloat16.itemsize` (bytes per element, as
+    element_size() says); of a tensor's dtype not known (`x.dtype.itemsize`), at least 1, as
+    every dtype's is; else None."""
+    if isinstance(dtype, TensorMethod) and dtype.name == "dtype" and name == "itemsize":
+        return AtLeast(1, "the bytes of an element of a dtype not known")
+    canonical = torch_dtype(dtype)
+    size = _ITEMSIZE.get(canonical) if canonical is not None and name == "itemsize" else None
+    return Const(size, dtype.origins) if size is not None else None
+
+
 def known_result(t: Tensor, name: str, args: list[Value]) -> Value | None:
     """What a tensor method that describes its layout gives, where it is known."""
     if name == "element_size" and not args:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from routescope.analysis.engine.contents import iteration
+from routescope.analysis.engine.intervals import bounded, low_of
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     AtLeast,
@@ -58,3 +60,35 @@ def _bounds(
     out = AtLeast(low, why.reason, merge_origins(*args))
     out.kind = why.kind
     return one(st, out)
+
+
+@models("sum", "math.prod")
+def _bounded_total(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """sum() or math.prod() of integers some of which are known only from below (sizes made
+    from a batch's token count): the bound their least values give (a sum of theirs; a
+    product of theirs, every one at least 0), so a buffer sized by them is known not to be
+    empty. None when an item is anything else, or no item is such an integer."""
+    if len(args) != 1 or kwargs:
+        return None
+    items = iteration(args[0], st)
+    if not items or not any(isinstance(i, AtLeast) for i in items):
+        return None
+    lows = [low_of(i) for i in items]
+    if any(x is None for x in lows):
+        return None
+    known = [x for x in lows if x is not None]
+    if name == "sum":
+        return one(st, bounded(sum(known), items))
+    if any(x < 0 for x in known):
+        return None
+    product = 1
+    for x in known:
+        product *= x
+    return one(st, bounded(product, items))
