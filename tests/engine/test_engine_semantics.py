@@ -710,3 +710,33 @@ def route(x):
     assert len(paths) == 2
     assert all(any(k.kind == "cuda_kernel" for k in p.kernels) for p in paths)
     assert all("outgrew their share" in p.stopped for p in paths)
+
+
+def test_a_kernel_handed_experts_torch_code_chose_does_not_route(tmp_path: Path) -> None:
+    """Phi-3.5-MoE's sparsemixer (vLLM 0.33.0 phimoe.py:177-240) takes its top 2 with two
+    `scores.max(dim=-1)` and hands the indices and weights to the experts kernel
+    (flashinfer's cutlass_fused_moe), which routes nothing: it is not the routing kernel, and
+    no kernel here routes. A kernel handed the scores themselves still routes, and so does one
+    handed the group maxima a grouped router takes before its top-k (values, not indices)."""
+    body = """
+def route(x):
+    best, first = x.max(dim=-1, keepdim=True)
+    masked = x.masked_fill(first == 0, float("-inf"))
+    second_best, second = masked.max(dim=-1, keepdim=True)
+    ids = torch.cat((first, second), dim=-1)
+    weights = torch.cat((best, second_best), dim=-1)
+    return topk_fast(ids, weights)
+
+def route_scores(x):
+    return topk_fast(x, 2)
+
+def route_groups(x):
+    groups = x.view(4, 8, -1).max(dim=-1).values
+    return topk_fast(groups, 2)
+"""
+    tree = make_tree(tmp_path, {"route.py": HEAD + body})
+    (chose,) = run(tree, "fw.route:route", SCORES())
+    assert chose.sink is None
+    for entry in ("route_scores", "route_groups"):
+        (routed,) = run(tree, f"fw.route:{entry}", SCORES())
+        assert routed.sink is not None and routed.sink.kind == "cuda_kernel", entry

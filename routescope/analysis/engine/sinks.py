@@ -42,8 +42,11 @@ def tensors_in(vals: list[Value], depth: int = 2) -> list[Tensor]:
 
 
 def role_of(vals: list[Value]) -> str | None:
-    """ "scores" when an input was computed from the router's scores without a top-k yet."""
-    return "scores" if any(t.role == "scores" for t in tensors_in(vals)) else None
+    """ "scores" when an input was computed from the router's scores without a top-k yet;
+    else "ids" when one holds experts torch code selected from them (the indices of a
+    `scores.max(dim=-1)`: a routing made in plain torch, with no kernel of its own)."""
+    roles = {t.role for t in tensors_in(vals)}
+    return "scores" if "scores" in roles else "ids" if "ids" in roles else None
 
 
 def producer_of(vals: list[Value], claims: dict[int, SinkHit]) -> SinkHit | None:
@@ -87,6 +90,9 @@ class SinksMixin(EngineBase):
         if inherited is not None:
             self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(producer=inherited)
+        if any(t.role == "ids" for t in tensors_in(inputs)):  # handed experts torch code chose
+            self._launched(st, name, rule, node, inputs, kwargs)  # (it does not route them)
+            return Tensor(made_at=self.made_at(node))
         if role_of(inputs) != "scores" or (rule.kind == "torch" and self.compiling):
             self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(made_at=self.made_at(node), role=role_of(inputs))

@@ -90,9 +90,11 @@ def torch_pair(
     dtype = tensor.dtype if isinstance(tensor, Tensor) else None
     producer, role = producer_of(inputs, claims), role_of(inputs)
     second = "torch.int64" if names[1] == "indices" else dtype
+    # the indices torch selects from the scores, where no kernel has routed: experts chosen
+    chosen = "ids" if names[1] == "indices" and role == "scores" and producer is None else role
     fields: dict[str, Value] = {
         names[0]: Tensor(shape, dtype, producer=producer, made_at=made, role=role),
-        names[1]: Tensor(shape, second, producer=producer, made_at=made, role=role),
+        names[1]: Tensor(shape, second, producer=producer, made_at=made, role=chosen),
     }
     return Instance(return_type(op, names), fields, f"torch.return_types.{op}")
 
