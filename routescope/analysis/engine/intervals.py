@@ -208,9 +208,10 @@ def low_of(v: Value) -> int | None:
 
 
 def bounded(low: int, operands: list[Value]) -> AtLeast:
-    """An integer at least `low`, computed from `operands`, one at least known from below: it
-    says what the first such one was (a fork on it names what decides it)."""
-    why = next(v for v in operands if isinstance(v, AtLeast))
+    """An integer at least `low`, computed from `operands`, one at least not known: it says
+    what the first such one was (an environment variable, a joined value, the tokens: a fork
+    on the bound names what decides it)."""
+    why = next(v for v in operands if isinstance(v, Unknown))
     out = AtLeast(low, why.reason, merge_origins(*operands))
     out.kind = why.kind
     return out

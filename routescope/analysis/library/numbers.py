@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.contents import iteration
@@ -14,7 +15,6 @@ from routescope.analysis.engine.values import (
     Unknown,
     UnknownKind,
     Value,
-    merge_origins,
 )
 from routescope.analysis.library.registry import Paths, models, one
 
@@ -37,29 +37,16 @@ def _bounds(
     when no bound follows, or when every argument is known (the pure builtin computes that)."""
     if len(args) < 2 or kwargs or all(isinstance(a, Const) for a in args):
         return None
-    lows: list[int | None] = []
-    for a in args:
-        if isinstance(a, AtLeast):
-            lows.append(a.low)
-        elif isinstance(a, Const) and type(a.value) is int:
-            lows.append(a.value)
-        elif type(a) is Unknown and a.kind is not UnknownKind.RAISED:
-            lows.append(None)  # a number not known: no bound of its own
-        else:
-            return None
+    lows = [low_of(a) for a in args]  # None: a number not known (no bound of its own)
+    if any(x is None and not (type(a) is Unknown and a.kind is not UnknownKind.RAISED)
+           for a, x in zip(args, lows, strict=True)):  # fmt: skip
+        return None
     known = [x for x in lows if x is not None]
     if name == "max" and known:
-        low = max(known)
-    elif name == "min" and len(known) == len(lows):
-        low = min(known)
-    else:
-        return None
-    # what the unknown operand was (an environment variable, a joined value) stays said: a
-    # fork on the bound names what decides it
-    why = next(a for a in args if isinstance(a, Unknown))
-    out = AtLeast(low, why.reason, merge_origins(*args))
-    out.kind = why.kind
-    return one(st, out)
+        return one(st, bounded(max(known), args))
+    if name == "min" and len(known) == len(lows):
+        return one(st, bounded(min(known), args))
+    return None
 
 
 @models("sum", "math.prod")
@@ -88,7 +75,4 @@ def _bounded_total(
         return one(st, bounded(sum(known), items))
     if any(x < 0 for x in known):
         return None
-    product = 1
-    for x in known:
-        product *= x
-    return one(st, bounded(product, items))
+    return one(st, bounded(math.prod(known), items))
