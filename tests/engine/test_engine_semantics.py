@@ -638,6 +638,42 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 fused_moe/expert_map_manager.py:436-438: `device = torch.get_default_device()`
+    # `device if device.type != "meta" else torch.device("cpu")`, read inside the loader's
+    # `with target_device:` (model_loader/base_loader.py:85-87); torch.device parses
+    # "type:index" and compares by both
+    "torch_device": """
+def place():
+    device = torch.get_default_device()
+    device = device if device.type != "meta" else torch.device("cpu")
+    return device
+
+def route(x):
+    with torch.device("cuda:1"):
+        inner = place()
+    same = inner == torch.device("cuda", 1) and inner != torch.device("cuda")
+    if same and isinstance(inner, torch.device) and inner.index == 1 and inner.type == "cuda":
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
+    # vLLM 0.34.0 fused_moe/router/gate_linear.py:87-92, :115-116: `can_use_specialized_kernels
+    # = is_cuda() and (is_hopper or is_blackwell) and ...` (False off SM90/SM100), then
+    # `can_use_specialized_kernels &= self.is_unquantized`, an isinstance() of the layer's
+    # quant method: False & a bool is False, whatever the bool
+    "bool_and_unknown_bool": """
+class Unseen:
+    pass
+
+def route(x):
+    method = torch.cuda.get_device_name()
+    allowed = False
+    allowed &= isinstance(method, Unseen)
+    either = True
+    either |= not method
+    if not allowed and either:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 
@@ -740,3 +776,16 @@ def route_groups(x):
     for entry in ("route_scores", "route_groups"):
         (routed,) = run(tree, f"fw.route:{entry}", SCORES())
         assert routed.sink is not None and routed.sink.kind == "cuda_kernel", entry
+
+
+def test_the_default_device_outside_a_with_is_not_told(tmp_path: Path) -> None:
+    """Outside `with device:` (and where the rules did not say what the loader builds the
+    model on) the default device is torch's process-wide setting, which the code may have
+    changed anywhere: its type is not decided, and both ways are shown."""
+    body = """
+def route(x):
+    if torch.get_default_device().type == "cuda":
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "torch"]

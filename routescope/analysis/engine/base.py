@@ -82,6 +82,7 @@ class EngineBase:
     not_built: set[ClassVal]
     only_module: ClassVal | None
     default_dtype: str | None
+    default_device: Value | None
     construct_hooks: dict[ClassVal, Any]
     _lines: dict[str, tuple[str, ...]]
     _aligned: set[str]

@@ -137,6 +137,7 @@ class CallCacheMixin(EngineBase):
             tuple(self.compiling),
             id(self.only_module),
             self.default_dtype,
+            id(self.default_device),
             len(self.construct_hooks),
             tuple(self.entering),
         )

@@ -104,6 +104,7 @@ class Engine(
         self.entering: list[int] = []
         # torch's default dtype while the model is built (the loader's set_default_torch_dtype)
         self.default_dtype: str | None = None
+        self.default_device: Value | None = None  # torch's, where the rules or a `with` tell it
         # classes whose construction a phase takes over (the model class while the framework's
         # own loader builds it): called with the path, the arguments and the call node
         self.construct_hooks: dict[ClassVal, Any] = {}

@@ -30,6 +30,7 @@ from routescope.analysis.engine.values import (
     Unknown,
     Value,
 )
+from routescope.analysis.library.devices import same_device
 from routescope.analysis.library.records import is_dataclass, is_struct
 
 
@@ -127,6 +128,9 @@ def equal(st: PathState, a: Value, b: Value, depth: int = 6) -> bool | None:
     rec = record_eq(st, a, b, depth)
     if rec is not None:
         return rec
+    devices = same_device(st, a, b)
+    if devices is not None:
+        return devices
     for obj, const in ((a, b), (b, a)):
         if (
             isinstance(obj, Instance)

@@ -25,7 +25,13 @@ from routescope.analysis.engine.contents import (
     snapshot,
 )
 from routescope.analysis.engine.generators import yield_from, yielded
-from routescope.analysis.engine.intervals import Compared, Negation, bounded_binop
+from routescope.analysis.engine.intervals import (
+    Compared,
+    Negation,
+    bool_binop,
+    bounded_binop,
+    some_bool,
+)
 from routescope.analysis.engine.merging import merge_partials
 from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
@@ -244,6 +250,9 @@ class ExprMixin(EngineBase):
             and (not isinstance(a, Tensor))
         ):  # a divisor that is 0, or may be: a number raises, a tensor would not
             return may_raise("ZeroDivisionError", unknown_from(self.source_text(node), a, b))
+        decided = bool_binop(node.op, a, b)  # False & b, True | b
+        if decided is not None:
+            return decided
         low = bounded_binop(node.op, a, b)  # a count known from below, in a sum, a product, ...
         if low is not None:
             return low
@@ -267,7 +276,7 @@ class ExprMixin(EngineBase):
                         if isinstance(v, Compared)
                         else Negation(v)
                         if type(v) is Unknown and v.kind is UnknownKind.JOINED
-                        else unknown_from("not", v),
+                        else some_bool(unknown_from("not", v)),  # (`not` gives a bool)
                     )
                 )
             elif isinstance(v, Const):

@@ -235,3 +235,36 @@ def bounded_binop(op: ast.operator, a: Value, b: Value) -> AtLeast | None:
     if isinstance(op, ast.FloorDiv) and isinstance(b, Const) and lb > 0:
         return bounded(la // lb, [a, b])
     return None
+
+
+class SomeBool(Unknown):
+    """A bool the facts do not decide (what isinstance() answers of a value whose class is not
+    known, `not x` of an unknown): Python's `&` and `|` on bools are then decided by a known
+    side (`False & b` is False, `True | b` is True), as `and` and `or` are."""
+
+    __slots__ = ()
+
+
+def some_bool(u: Unknown) -> SomeBool:
+    return SomeBool(u.reason, u.origins, kind=u.kind)
+
+
+def _is_bool(v: Value) -> bool:
+    if isinstance(v, Const):
+        return type(v.value) is bool
+    return isinstance(v, (SomeBool, Compared, Negation))
+
+
+def bool_binop(op: ast.operator, a: Value, b: Value) -> Value | None:
+    """`a & b`, `a | b`, `a ^ b` of two bools, one or both unknown (None: not that)."""
+    if not isinstance(op, (ast.BitAnd, ast.BitOr, ast.BitXor)) or not (_is_bool(a) and _is_bool(b)):
+        return None
+    for v in (a, b):
+        if (
+            isinstance(v, Const)
+            and not isinstance(op, ast.BitXor)
+            and v.value is isinstance(op, ast.BitOr)
+        ):
+            return Const(v.value, v.origins)  # False & b, True | b
+    u = next(v for v in (a, b) if isinstance(v, Unknown))
+    return SomeBool(u.reason, merge_origins(a, b), kind=u.kind)

@@ -15,6 +15,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library.devices import is_device
 
 Saved = list[tuple[Value, Any]]  # what a context manager's entry changed
 
@@ -39,6 +40,9 @@ class WithMixin(EngineBase):
             if s.raising is not None:
                 out.append((s, "normal", None))  # exec_stmt turns it into the raise
                 continue
+            if is_device(v):  # `with torch.device(...)`: the default device in the block
+                out.extend(self._on_device(s, v, item, rest, body))
+                continue
             if not isinstance(v, ContextManager):
                 if item.optional_vars is not None:  # a file object enters as itself
                     entered = (
@@ -59,6 +63,24 @@ class WithMixin(EngineBase):
                     put_back(s3, saved)
                     out.append((s3, k3, v3))
         return out
+
+    def _on_device(
+        self,
+        st: PathState,
+        device: Value,
+        item: ast.withitem,
+        rest: list[ast.withitem],
+        body: list[ast.stmt],
+    ) -> list[Outcome]:
+        """torch.device's __enter__ makes it the default device until its __exit__ (and enters
+        as the device itself)."""
+        if item.optional_vars is not None:
+            self.assign(st, item.optional_vars, device)
+        outer, self.default_device = self.default_device, device
+        try:
+            return self._with_items(st, rest, body)
+        finally:
+            self.default_device = outer
 
     def _enter(
         self, st: PathState, cm: ContextManager, node: ast.AST

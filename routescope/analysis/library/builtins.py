@@ -17,6 +17,7 @@ from routescope.analysis.engine.containers import (
     from_python,
     key_of,
 )
+from routescope.analysis.engine.intervals import some_bool
 from routescope.analysis.engine.values import (
     Const,
     External,
@@ -203,7 +204,10 @@ def call_bound_const(fn: BoundConst, args: list[Value], kwargs: dict[str, Value]
 def call_builtin(name: str, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
     """The value of builtin `name` on these arguments, or None when it is not a builtin here."""
     if name == "isinstance" and len(args) == 2:
-        return isinstance_of(args[0], args[1])
+        got = isinstance_of(args[0], args[1])  # (a bool, whether or not it is known)
+        if type(got) is Unknown and got.exc is None and got.kind is not UnknownKind.JOINED:
+            return some_bool(got)
+        return got
     if name in (
         "hasattr",
         "callable",

@@ -56,7 +56,7 @@ _ALIASES = {
 
 # objects the engine makes as a library would, labelled with the library's class (the
 # arguments pydantic hands a dataclass's "before" model validator: engine/construct.py)
-LIBRARY_INSTANCES = frozenset({"pydantic_core.ArgsKwargs"})
+LIBRARY_INSTANCES = frozenset({"pydantic_core.ArgsKwargs", "torch.device"})  # (devices.py)
 
 
 def _class_of_external(obj: Value) -> str | None:

@@ -3,6 +3,7 @@
 from routescope.analysis.library import (
     configs,
     copying,
+    devices,
     environ,
     files,
     functools,
@@ -21,6 +22,7 @@ from routescope.analysis.library import (
 __all__ = [
     "configs",
     "copying",
+    "devices",
     "environ",
     "files",
     "functools",

@@ -20,6 +20,7 @@ from routescope.analysis.engine.values import (
     Value,
     describe,
 )
+from routescope.analysis.library.devices import is_device
 from routescope.analysis.phases.block import init_kwargs
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.model import ModelSite
@@ -64,6 +65,10 @@ def run_model_init(
                 dtype = engine.rule_value(loader_rule["default_dtype"], loader)
                 if isinstance(dtype, External) and dtype.name.startswith("torch."):
                     engine.default_dtype = dtype.name
+            if "default_device" in loader_rule:  # and the device it builds it on
+                engine.facts.bindings.update(args)
+                device = engine.rule_value(loader_rule["default_device"], loader)
+                engine.default_device = device if is_device(device) else None
             engine.construct_hooks[site.model_class] = build
             outs = run_phase(
                 engine,
