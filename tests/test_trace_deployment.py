@@ -364,6 +364,29 @@ def test_vllm_says_it_serves_an_unregistered_model_through_its_transformers_back
 
 
 @pytest.mark.network
+def test_vllm_says_its_registry_serves_a_model_through_the_transformers_backend(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """vLLM 0.34.0 removed its own OLMoE class: the registry maps OlmoeForCausalLM to
+    ("transformers", "TransformersMoEForCausalLM") (registry.py:800), whose MoE layer is vLLM's
+    FusedMoE only where MoEBlockFuser matches the library block's torch.fx graph. The rules do
+    not follow that backend: the answer says so, with the registry's line, at once (it forked
+    on the fx graph until a million-step budget ran out, 10 s, naming set-up conditions that
+    decide nothing). 0.33.0 still has its own class, and its answer is unchanged."""
+    model = str(CONFIGS / "allenai--OLMoE-1B-7B-0924.json")
+    args = ["--gpu", "sm120", "--tp", "8"]
+    code = main(["inspect", model, "--framework", "vllm==0.34.0", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().count("\n") == 0
+    assert "OlmoeForCausalLM: the registry serves it with TransformersMoEForCausalLM " in err
+    assert "(vllm/model_executor/models/registry.py:800): its Transformers modeling backend" in err
+    assert "routescope does not follow that backend for this framework yet" in err
+    code = main(["inspect", model, "--framework", "vllm==0.33.0", *args, "--brief"])
+    out = capsys.readouterr().out
+    assert code == 0 and "selected: torch.ops._moe_C.topk_softmax" in out
+
+
+@pytest.mark.network
 def test_a_model_build_that_raises_on_every_way_is_not_selected() -> None:
     """DeepSeek-V3 bf16 on SGLang 0.5.4: building the model asks the quantization config of
     None for its name (models/deepseek_v2.py:2902, determine_num_fused_shared_experts), so the

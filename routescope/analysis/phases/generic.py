@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.values import ClassVal
 from routescope.errors import RoutescopeError
 
 
@@ -44,6 +45,37 @@ def generic_backend(
     other = f", or the checkpoint's auto_map AutoModel = {remote}" if remote else ""
     return (f"{served}) if {library}, as the server has it, defines the class{other} "
             f"(not checked: {text})")  # fmt: skip
+
+
+def served_by_backend(
+    tree: Any, generic: dict[str, str], lookup_in: str, arch: str, cls: ClassVal
+) -> str | None:
+    """Where the registry itself maps `arch` to a class of the generic backend (`package`, e.g.
+    vLLM 0.34.0 registry.py:800 `"OlmoeForCausalLM": ("transformers",
+    "TransformersMoEForCausalLM")`) and the rules cannot follow that backend (no `replace`): why
+    no answer is given, with the registry's line; None for any other class."""
+    package = generic.get("package")
+    module = cls.qualname.partition(":")[0]
+    if (
+        not package
+        or "replace" in generic
+        or not (module == package or module.startswith(package + "."))
+    ):
+        return None
+    where = f"{lookup_in}"
+    relpath = lookup_in.replace(".", "/") + ".py"
+    try:
+        lines = tree.read_bytes(relpath).decode("utf-8", errors="replace").splitlines()
+    except (OSError, KeyError, RoutescopeError):
+        lines = []
+    hit = next((i for i, line in enumerate(lines, 1) if f'"{arch}"' in line), None)
+    if hit is not None:
+        where = f"{relpath}:{hit}"
+    return (
+        f"the registry serves it with {cls.qualname.rpartition(':')[2]} ({where}): "
+        f"{generic['serves']}; routescope does not follow that backend for this framework yet "
+        "(the router is whatever the backend makes of the library's module), so it gives no answer"
+    )
 
 
 def library_source(

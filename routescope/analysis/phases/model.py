@@ -22,7 +22,7 @@ from routescope.analysis.engine.values import (
     Value,
     describe,
 )
-from routescope.analysis.phases.generic import generic_backend
+from routescope.analysis.phases.generic import generic_backend, served_by_backend
 from routescope.analysis.phases.inner import inner_models
 from routescope.errors import RoutescopeError
 
@@ -52,6 +52,13 @@ def find_model_class(
     package, generic = models["package"], models.get("generic_backend")
     if "lookup" in models:
         found, why = _looked_up(engine, models["lookup"], arch)
+        backend = (
+            served_by_backend(engine.index.tree, generic, models["lookup"]["in"], arch, found)  # type: ignore[attr-defined]
+            if found is not None and generic
+            else None
+        )
+        if backend is not None:
+            raise RoutescopeError(arch, backend)
         if found is not None:
             return found
         native = f"the registry ({models['lookup']['in']}) has no model class for it: {why}"
