@@ -50,10 +50,11 @@ def generic_backend(
 def served_by_backend(
     tree: Any, generic: dict[str, str], lookup_in: str, arch: str, cls: ClassVal
 ) -> str | None:
-    """Where the registry itself maps `arch` to a class of the generic backend (`package`, e.g.
-    vLLM 0.34.0 registry.py:800 `"OlmoeForCausalLM": ("transformers",
-    "TransformersMoEForCausalLM")`) and the rules cannot follow that backend (no `replace`): why
-    no answer is given, with the registry's line; None for any other class."""
+    """Where the registry itself maps `arch` to a class of the generic backend (`package`) and
+    the rules cannot follow that backend (no `replace`): why no answer is given, with the
+    registry's line; None for any other class."""
+    # (e.g. a registry entry `"OlmoeForCausalLM": ("transformers", "TransformersMoEForCausalLM")`,
+    # rules/frameworks/vllm.toml cites where)
     package = generic.get("package")
     module = cls.qualname.partition(":")[0]
     if (
