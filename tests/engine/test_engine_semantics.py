@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.test_engine_synthetic import SCORES, make_tree, run
+from routescope.analysis.engine.core import Engine
+from routescope.analysis.engine.facts import Facts
+from routescope.analysis.phases.trace import resolve_entry, trace_call
+from tests.engine.test_engine_synthetic import SCORES, SINKS, make_tree, run
 
 HEAD = """
 import dataclasses
@@ -674,6 +677,21 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 router/fused_moe_router.py:92-96 raises ValueError unless the routing
+    # tensors are contiguous; Llama-4's custom routing (llama4.py:75-85, models/utils.py:1280-1282)
+    # returns `torch.sigmoid(scores.float())` of a `torch.max(..., keepdim=True)` and its
+    # indices `.to(torch.int32)`, sparsemixer a `torch.concat` (phimoe.py:220-221): torch
+    # allocates each result row-major
+    "fresh_results_are_contiguous": """
+def route(x):
+    best, first = torch.max(x, dim=-1, keepdim=True)
+    weights = torch.sigmoid(best.float())
+    ids = first.to(torch.int32)
+    both = torch.concat((ids, ids), dim=-1)
+    if weights.is_contiguous() and ids.is_contiguous() and both.is_contiguous():
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 
@@ -748,12 +766,15 @@ def route(x):
     assert all("outgrew their share" in p.stopped for p in paths)
 
 
-def test_a_kernel_handed_experts_torch_code_chose_does_not_route(tmp_path: Path) -> None:
+def test_a_kernel_handed_experts_torch_code_chose_does_not_route_that_code_does(
+    tmp_path: Path,
+) -> None:
     """Phi-3.5-MoE's sparsemixer (vLLM 0.33.0 phimoe.py:177-240) takes its top 2 with two
     `scores.max(dim=-1)` and hands the indices and weights to the experts kernel
     (flashinfer's cutlass_fused_moe), which routes nothing: it is not the routing kernel, and
-    no kernel here routes. A kernel handed the scores themselves still routes, and so does one
-    handed the group maxima a grouped router takes before its top-k (values, not indices)."""
+    no kernel here routes: sparsemixer's torch code does. A kernel handed the scores
+    themselves still routes, and so does one handed the group maxima a grouped router takes
+    before its top-k (values, not indices)."""
     body = """
 def route(x):
     best, first = x.max(dim=-1, keepdim=True)
@@ -776,6 +797,24 @@ def route_groups(x):
     for entry in ("route_scores", "route_groups"):
         (routed,) = run(tree, f"fw.route:{entry}", SCORES())
         assert routed.sink is not None and routed.sink.kind == "cuda_kernel", entry
+    # In a decode trace by kernel (a layer that routes and runs its experts: vLLM's), the
+    # experts were chosen where the torch code made the ids the kernel is handed: that is the
+    # routing (the line of `ids = torch.cat(...)`), and the kernel is a launch on the path.
+    engine = Engine(tree, Facts(sinks=SINKS))
+    engine.tracing = True
+    (decoded,) = trace_call(engine, resolve_entry(engine, "fw.route:route"), [SCORES()], {},
+                            by_kernel=True)  # fmt: skip
+    sink = decoded.sink
+    assert sink is not None and (sink.kind, sink.rule, sink.name) == ("torch", "torch-ops",
+                                                                      "fw.route:route")  # fmt: skip
+    assert sink.line == HEAD.count("\n") + 6 and not decoded.stopped
+    assert [k.name for k in decoded.launches] == ["fastk.topk_fast"]
+    for entry in ("route_scores", "route_groups"):  # a kernel handed scores still routes
+        engine = Engine(tree, Facts(sinks=SINKS))
+        engine.tracing = True
+        (routed,) = trace_call(engine, resolve_entry(engine, f"fw.route:{entry}"), [SCORES()],
+                               {}, by_kernel=True)  # fmt: skip
+        assert routed.sink is not None and routed.sink.kind == "cuda_kernel", entry
 
 
 def test_the_default_device_outside_a_with_is_not_told(tmp_path: Path) -> None:
@@ -785,6 +824,20 @@ def test_the_default_device_outside_a_with_is_not_told(tmp_path: Path) -> None:
     body = """
 def route(x):
     if torch.get_default_device().type == "cuda":
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "torch"]
+
+
+def test_a_view_is_not_known_to_be_contiguous(tmp_path: Path) -> None:
+    """A transpose is a view of its input with the strides swapped: not contiguous, and an
+    elementwise op keeps that layout; neither is told (both ways)."""
+    body = """
+def route(x):
+    best, first = torch.max(x, dim=-1, keepdim=True)
+    flipped = torch.sigmoid(torch.transpose(best, 0, 1))
+    if flipped.is_contiguous():
         return topk_fast(x)
     return torch.topk(x, 2)
 """

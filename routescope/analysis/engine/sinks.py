@@ -90,8 +90,11 @@ class SinksMixin(EngineBase):
         if inherited is not None:
             self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(producer=inherited)
-        if any(t.role == "ids" for t in tensors_in(inputs)):  # handed experts torch code chose
-            self._launched(st, name, rule, node, inputs, kwargs)  # (it does not route them)
+        chosen = [t for t in tensors_in(inputs) if t.role == "ids"]
+        if chosen:  # handed experts torch code chose (it does not route them: that code did)
+            if not any(h.routes for h in st.sinks) and chosen[0].made_at is not None:
+                self._routed_by_torch(st, chosen[0].made_at)
+            self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(made_at=self.made_at(node))
         if role_of(inputs) != "scores" or (rule.kind == "torch" and self.compiling):
             self._launched(st, name, rule, node, inputs, kwargs)
@@ -102,6 +105,17 @@ class SinksMixin(EngineBase):
             st.routed = True  # (a by-kernel decode trace: its steps count against the share)
         self.claim_outputs(st, inputs, hit)
         return Tensor(producer=hit)
+
+    def _routed_by_torch(self, st: PathState, made_at: tuple[str, str, int]) -> None:
+        """A kernel is handed experts that torch ops chose from the router's scores (the indices
+        of a `scores.max(dim=-1)`, a `torch.topk` in a torch.compile'd function) and no kernel
+        has routed: the routing is that torch code, where the experts were chosen (as a router
+        whose own forward returns what its torch ops computed: trace._sink)."""
+        function, file, line = made_at
+        st.sinks.append(SinkHit(function, "torch", file, line, function, "torch-ops",
+                                provider="torch"))  # fmt: skip
+        if self.budget.routed_steps is not None:
+            st.routed = True
 
     def _hit(self, name: str, rule: SinkRule, node: ast.AST | None,
              kwargs: dict[str, Value], routes: bool = True) -> SinkHit:  # fmt: skip

@@ -92,9 +92,11 @@ def torch_pair(
     second = "torch.int64" if names[1] == "indices" else dtype
     # the indices torch selects from the scores, where no kernel has routed: experts chosen
     chosen = "ids" if names[1] == "indices" and role == "scores" and producer is None else role
-    fields: dict[str, Value] = {
-        names[0]: Tensor(shape, dtype, producer=producer, made_at=made, role=role),
-        names[1]: Tensor(shape, second, producer=producer, made_at=made, role=chosen),
+    fields: dict[str, Value] = {  # (each a tensor torch allocates for the result: row-major)
+        names[0]: Tensor(shape, dtype, producer=producer, made_at=made, role=role, contiguous=True),
+        names[1]: Tensor(
+            shape, second, producer=producer, made_at=made, role=chosen, contiguous=True
+        ),
     }
     return Instance(return_type(op, names), fields, f"torch.return_types.{op}")
 

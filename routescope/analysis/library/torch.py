@@ -12,7 +12,13 @@ from routescope.analysis.engine.contents import seq_items
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensorcalls import PAIR_ALWAYS, PAIR_WITH_DIM, torch_pair
-from routescope.analysis.engine.tensors import FACTORIES, NON_TENSOR_TORCH, PARAMETER, made_tensor
+from routescope.analysis.engine.tensors import (
+    FACTORIES,
+    NON_TENSOR_TORCH,
+    PARAMETER,
+    SAME_DTYPE,
+    made_tensor,
+)
 from routescope.analysis.engine.values import (
     Const,
     External,
@@ -180,6 +186,21 @@ def _linear(
     return got
 
 
+# ops whose result torch allocates row-major, whatever their inputs' layout (aten's cat and
+# stack allocate the output with the default memory format)
+_ALLOCATING = frozenset({"cat", "concat", "concatenate", "stack"})
+
+
+def _row_major(op: str, inputs: list[Value]) -> bool:
+    """Whether `torch.<op>(...)` certainly gives a contiguous tensor: a concatenation, or an
+    elementwise op (of tensor.py's SAME_SHAPE, as a function) on tensors all known to be
+    contiguous (TensorIterator lays the output out as its inputs are)."""
+    if op in _ALLOCATING:
+        return True
+    tensors = [v for v in inputs if isinstance(v, Tensor)]
+    return op in SAME_DTYPE and bool(tensors) and all(t.contiguous for t in tensors)
+
+
 @models("torch.", "triton")
 def _tensor_op(
     eng: EngineBase,
@@ -198,7 +219,10 @@ def _tensor_op(
         if pair is not None:
             return one(st, pair)
     made = Tensor(
-        producer=producer_of(inputs, st.claims), made_at=eng.made_at(node), role=role_of(inputs)
+        producer=producer_of(inputs, st.claims),
+        made_at=eng.made_at(node),
+        role=role_of(inputs),
+        contiguous=_row_major(op, inputs),
     )
     if torch_module(name):  # torch.nn.Linear(...): a module the parent registers
         made.nn = f"{MODULE}:{name}"
