@@ -692,6 +692,19 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 prepare_finalize/no_dp_ep.py:74-80 `a1 = a1 * topk_weights.to(a1.dtype)`
+    # (Llama-4 applies the router weight on the input), then modular_kernel.py:910 `a1.dim()
+    # == 2` and `M = a1.size(0)`: an elementwise op broadcasts its operands' shapes
+    "broadcast_shapes": """
+def route(x):
+    a = torch.empty(4, 8)
+    w = torch.empty(4, 1)
+    y = a * w
+    z = 2.0 * y
+    if y.dim() == 2 and y.size(0) == 4 and y.size(1) == 8 and z.size(1) == 8:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 
@@ -838,6 +851,20 @@ def route(x):
     best, first = torch.max(x, dim=-1, keepdim=True)
     flipped = torch.sigmoid(torch.transpose(best, 0, 1))
     if flipped.is_contiguous():
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "torch"]
+
+
+def test_shapes_that_do_not_broadcast_are_not_told(tmp_path: Path) -> None:
+    """torch refuses to broadcast 4 against 3 (the op raises); a dimension neither known to
+    match nor 1 gives no shape, and the dimensions of a tensor of unknown shape are an int,
+    not known: both ways."""
+    body = """
+def route(x):
+    y = torch.empty(4, 8) * torch.empty(3, 8)
+    if y.dim() == 2:
         return topk_fast(x)
     return torch.topk(x, 2)
 """

@@ -36,6 +36,7 @@ from routescope.analysis.engine.merging import merge_partials
 from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
 from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.tensorcalls import broadcast
 from routescope.analysis.engine.values import (
     Const,
     EnumMember,
@@ -256,10 +257,10 @@ class ExprMixin(EngineBase):
         low = bounded_binop(node.op, a, b)  # a count known from below, in a sum, a product, ...
         if low is not None:
             return low
-        if isinstance(a, Tensor):
-            return Tensor(producer=a.producer, made_at=a.made_at, role=a.role)
-        if isinstance(b, Tensor):
-            return Tensor(producer=b.producer, made_at=b.made_at, role=b.role)
+        t = a if isinstance(a, Tensor) else b
+        if isinstance(t, Tensor):  # elementwise (its operands broadcast), or a matmul
+            shape = broadcast(a, b) if not isinstance(node.op, ast.MatMult) else None
+            return Tensor(shape, producer=t.producer, made_at=t.made_at, role=t.role)
         return unknown_from(f"{self.source_text(node)}", a, b)
 
     def ev_UnaryOp(self, st: PathState, node: ast.UnaryOp) -> Paths:

@@ -23,6 +23,7 @@ from routescope.analysis.engine.tensors import (
     known_result,
 )
 from routescope.analysis.engine.values import (
+    AtLeast,
     ClassVal,
     Const,
     External,
@@ -130,8 +131,10 @@ def tensor_method(
     stride(i), element_size(), is_contiguous()), a named pair where torch returns one, else a
     new tensor (of the same shape for elementwise methods and dtype changes)."""
     shape = fn.tensor.shape
-    if fn.name == "dim" and shape is not None and not args:
-        return Const(len(shape))
+    if fn.name in ("dim", "ndimension") and not args:  # an int, known where the shape is
+        if shape is not None:
+            return Const(len(shape))
+        return AtLeast(0, "the dimensions of a tensor of unknown shape")
     if fn.name == "is_contiguous":  # a bool: true for a fresh tensor, else not told
         why = Unknown("whether a tensor is contiguous", kind=UnknownKind.OPAQUE)
         return Const(True) if fn.tensor.contiguous else why
@@ -162,3 +165,31 @@ def tensor_method(
         contiguous=flat,
         role=role_of([fn.tensor, *args]),
     )
+
+
+def broadcast(a: Value, b: Value) -> tuple[Value, ...] | None:
+    """The shape of an elementwise `a OP b` of a tensor and a tensor or a Python number, where
+    torch's broadcasting decides it from what is known of their dimensions (right-aligned, a 1
+    stretches to the other; None where a pair of dimensions is not known to match)."""
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    if not isinstance(a, Tensor) or a.shape is None:
+        return None
+    if isinstance(b, Const) and isinstance(b.value, (int, float, bool)):
+        return a.shape  # a number broadcasts to every element
+    if not isinstance(b, Tensor) or b.shape is None:
+        return None
+    x, y = list(a.shape), list(b.shape)
+    pad: list[Value] = [Const(1)] * abs(len(x) - len(y))
+    x, y = (pad + x, y) if len(x) < len(y) else (x, pad + y)
+    out: list[Value] = []
+    for p, q in zip(x, y, strict=True):
+        if p is q or (isinstance(p, Const) and isinstance(q, Const) and p.value == q.value):
+            out.append(p)
+        elif isinstance(p, Const) and p.value == 1:
+            out.append(q)
+        elif isinstance(q, Const) and q.value == 1:
+            out.append(p)
+        else:
+            return None
+    return tuple(out)
