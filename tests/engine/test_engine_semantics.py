@@ -705,6 +705,21 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # no_dp_ep.py:80 again: the activations' rows and the router weights' rows are the tokens,
+    # made by two computations routescope does not tell equal; wherever `*` does not raise
+    # they are equal (or one is 1), so the product has the larger, at least 1 here, and
+    # `M_full == 0` (modular_kernel.py:1410) is false
+    "broadcast_unknown_dims": """
+import os
+
+def route(x):
+    n = max(1, int(os.environ.get("FW_TOKENS", "1")))
+    m = max(1, int(os.environ.get("FW_ROWS", "1")))
+    a = torch.empty(n, 8) * torch.empty(m, 1)
+    if a.dim() == 2 and a.size(1) == 8 and a.size(0) != 0:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

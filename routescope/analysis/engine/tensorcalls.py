@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from routescope.analysis.engine.contents import FIELD
+from routescope.analysis.engine.intervals import bounded, low_of
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import (
@@ -168,9 +169,10 @@ def tensor_method(
 
 
 def broadcast(a: Value, b: Value) -> tuple[Value, ...] | None:
-    """The shape of an elementwise `a OP b` of a tensor and a tensor or a Python number, where
-    torch's broadcasting decides it from what is known of their dimensions (right-aligned, a 1
-    stretches to the other; None where a pair of dimensions is not known to match)."""
+    """The shape of an elementwise `a OP b` of a tensor and a tensor or a Python number, as
+    torch broadcasts it (right-aligned, a 1 stretches to the other): a pair of dimensions not
+    known to match is, where the op does not raise, equal or one of them 1, so the larger, at
+    least what each is known to be at least (None: two known sizes that do not match)."""
     if not isinstance(a, Tensor):
         a, b = b, a
     if not isinstance(a, Tensor) or a.shape is None:
@@ -190,6 +192,8 @@ def broadcast(a: Value, b: Value) -> tuple[Value, ...] | None:
             out.append(q)
         elif isinstance(q, Const) and q.value == 1:
             out.append(p)
-        else:
-            return None
+        elif isinstance(p, Const) and isinstance(q, Const):
+            return None  # two sizes that do not broadcast: torch raises
+        else:  # equal, or one of them 1, wherever the op does not raise: the larger
+            out.append(bounded(max(low_of(p) or 0, low_of(q) or 0), [p, q]))
     return tuple(out)

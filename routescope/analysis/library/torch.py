@@ -11,7 +11,12 @@ from routescope.analysis.engine.bound import LIBRARY
 from routescope.analysis.engine.contents import seq_items
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
-from routescope.analysis.engine.tensorcalls import PAIR_ALWAYS, PAIR_WITH_DIM, torch_pair
+from routescope.analysis.engine.tensorcalls import (
+    PAIR_ALWAYS,
+    PAIR_WITH_DIM,
+    broadcast,
+    torch_pair,
+)
 from routescope.analysis.engine.tensors import (
     FACTORIES,
     NON_TENSOR_TORCH,
@@ -201,6 +206,17 @@ def _row_major(op: str, inputs: list[Value]) -> bool:
     return op in SAME_DTYPE and bool(tensors) and all(t.contiguous for t in tensors)
 
 
+def _elementwise_shape(op: str, args: list[Value]) -> tuple[Value, ...] | None:
+    """The shape of an elementwise `torch.<op>(t, ...)` (tensor.py's SAME_DTYPE, as functions):
+    the two operands' broadcast for add/sub/mul/div, else its tensor's (softmax along a dim,
+    masked_fill with a mask that broadcasts to it); None where not known."""
+    if op not in SAME_DTYPE or not args or not isinstance(args[0], Tensor):
+        return None
+    if op in ("add", "sub", "mul", "div"):
+        return broadcast(args[0], args[1]) if len(args) > 1 else None
+    return args[0].shape
+
+
 @models("torch.", "triton")
 def _tensor_op(
     eng: EngineBase,
@@ -219,6 +235,7 @@ def _tensor_op(
         if pair is not None:
             return one(st, pair)
     made = Tensor(
+        _elementwise_shape(op, args),
         producer=producer_of(inputs, st.claims),
         made_at=eng.made_at(node),
         role=role_of(inputs),
