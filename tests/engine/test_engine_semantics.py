@@ -716,7 +716,8 @@ def route(x):
     n = max(1, int(os.environ.get("FW_TOKENS", "1")))
     m = max(1, int(os.environ.get("FW_ROWS", "1")))
     a = torch.empty(n, 8) * torch.empty(m, 1)
-    if a.dim() == 2 and a.size(1) == 8 and a.size(0) != 0:
+    b = torch.empty(4, 8) + torch.empty(n, 8)
+    if a.dim() == 2 and a.size(1) == 8 and a.size(0) != 0 and b.size(0) == 4:
         return topk_fast(x)
     return torch.topk(x, 2)
 """,

@@ -194,6 +194,8 @@ def broadcast(a: Value, b: Value) -> tuple[Value, ...] | None:
             out.append(p)
         elif isinstance(p, Const) and isinstance(q, Const):
             return None  # two sizes that do not broadcast: torch raises
+        elif isinstance(p, Const) or isinstance(q, Const):  # a size not 1: the other is 1 or
+            out.append(p if isinstance(p, Const) else q)  # it, wherever the op does not raise
         else:  # equal, or one of them 1, wherever the op does not raise: the larger
             out.append(bounded(max(low_of(p) or 0, low_of(q) or 0), [p, q]))
     return tuple(out)
