@@ -69,6 +69,12 @@ def routing_producer(result: Value, claims: dict[int, SinkHit], depth: int = 3) 
     return None
 
 
+def torch_ops_hit(made_at: tuple[str, str, int]) -> SinkHit:
+    """The routing done by plain torch ops in the framework function that made the result."""
+    function, file, line = made_at
+    return SinkHit(function, "torch", file, line, function, "torch-ops", provider="torch")
+
+
 class SinksMixin(EngineBase):
     def made_at(self, node: ast.AST | None) -> tuple[str, str, int] | None:
         """Where decode-time torch ops made a tensor; tensors built while constructing the
@@ -111,9 +117,7 @@ class SinksMixin(EngineBase):
         of a `scores.max(dim=-1)`, a `torch.topk` in a torch.compile'd function) and no kernel
         has routed: the routing is that torch code, where the experts were chosen (as a router
         whose own forward returns what its torch ops computed: trace._sink)."""
-        function, file, line = made_at
-        st.sinks.append(SinkHit(function, "torch", file, line, function, "torch-ops",
-                                provider="torch"))  # fmt: skip
+        st.sinks.append(torch_ops_hit(made_at))
         if self.budget.routed_steps is not None:
             st.routed = True
 

@@ -198,7 +198,7 @@ _ALLOCATING = frozenset({"cat", "concat", "concatenate", "stack"})
 
 def _row_major(op: str, inputs: list[Value]) -> bool:
     """Whether `torch.<op>(...)` certainly gives a contiguous tensor: a concatenation, or an
-    elementwise op (of tensor.py's SAME_SHAPE, as a function) on tensors all known to be
+    elementwise op (of tensors.py's SAME_DTYPE, as a function) on tensors all known to be
     contiguous (TensorIterator lays the output out as its inputs are)."""
     if op in _ALLOCATING:
         return True

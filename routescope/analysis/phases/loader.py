@@ -60,13 +60,13 @@ def run_model_init(
     try:
         if isinstance(loader, FunctionVal) and loader_rule:
             args = {k: engine.rule_value(text, loader) for k, text in loader_rule["args"].items()}
+            if "default_dtype" in loader_rule or "default_device" in loader_rule:
+                engine.facts.bindings.update(args)  # (what those expressions read)
             if "default_dtype" in loader_rule:  # what the loader builds the model under
-                engine.facts.bindings.update(args)
                 dtype = engine.rule_value(loader_rule["default_dtype"], loader)
                 if isinstance(dtype, External) and dtype.name.startswith("torch."):
                     engine.default_dtype = dtype.name
             if "default_device" in loader_rule:  # and the device it builds it on
-                engine.facts.bindings.update(args)
                 device = engine.rule_value(loader_rule["default_device"], loader)
                 engine.default_device = device if is_device(device) else None
             engine.construct_hooks[site.model_class] = build

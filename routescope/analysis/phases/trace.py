@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
-from routescope.analysis.engine.sinks import UNRECOGNISED, routing_producer
+from routescope.analysis.engine.sinks import UNRECOGNISED, routing_producer, torch_ops_hit
 from routescope.analysis.engine.sinks import held as items_of
 from routescope.analysis.engine.state import Decision, Frame, PathState, SinkHit
 from routescope.analysis.engine.values import (
@@ -137,8 +137,7 @@ def _sink(st: PathState, result: Value | None) -> SinkHit | None:
     if found is None and result is not None:
         made = _made_at(result)
         if made is not None:  # routing computed by plain torch ops in framework code
-            function, file, line = made
-            found = SinkHit(function, "torch", file, line, function, "torch-ops", provider="torch")
+            found = torch_ops_hit(made)
     return found or next((h for h in st.sinks if h.routes), None)
 
 
