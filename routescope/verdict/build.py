@@ -269,7 +269,9 @@ def _constraints(
     ]
     return [
         C.routed_columns(doc, rules),
-        C.scores(doc, rules, kernel, fw["tensors"].get("bias", [])),
+        C.scores(
+            doc, rules, kernel, fw["tensors"].get("bias", []), _kernel_caller(index, path, point)
+        ),
         C.renormalise(doc, rules),
         C.scaling(doc, rules),
         C.groups(doc, rules),
@@ -279,6 +281,13 @@ def _constraints(
         C.padding(rules, fw, point, masks),
         C.expert_ids(rules, fw, remaps, after, input_value(path, fw["calls"]["remap_info"])),
     ]
+
+
+def _kernel_caller(index: Index, path: dict[str, Any], point: Point) -> FunctionSource | None:
+    """The function on the point's chain that called the routing kernel."""
+    sink = path["sink"]["name"]
+    caller = next((q for q in reversed(point.chain) if q != sink), None)
+    return function_named(index, caller) if caller is not None else None
 
 
 def _callers(path: dict[str, Any], point: Point) -> list[dict[str, Any]]:

@@ -33,7 +33,12 @@ def routed_columns(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
             rules, "routed-columns", f"unknown: top_k={k_raw}, num_fused_shared_experts={s_raw}", ev
         )
     if s == 0:
-        return _c(rules, "routed-columns", f"all {k} columns of topk_ids are routed experts", ev)
+        every = (
+            "the one column of topk_ids is a routed expert"
+            if k == 1
+            else f"all {k} columns of topk_ids are routed experts"
+        )
+        return _c(rules, "routed-columns", every, ev)
     return _c(
         rules,
         "routed-columns",
@@ -48,7 +53,13 @@ def scores(
     rules: OeaRules,
     kernel: FunctionSource | None,
     bias_names: list[str] | tuple[str, ...] = (),
+    caller: FunctionSource | None = None,
 ) -> dict[str, Any]:
+    """What to rank and weight by: the score the router's code computes. The kernel's own code
+    decides where it computes one score and is not handed the scoring function; a kernel that
+    only selects (fast_topk) is scored by its caller, on what it hands the kernel or takes back
+    (Llama-4's sigmoid of the top logit); the scoring function as the trace read it decides
+    where the kernel is told it or its code says nothing; else the config's."""
     func, func_src = routing_field(doc, "scoring_func")
     _bias_value, bias_raw, _ = setting(doc, "correction_bias")
     has_bias = known(bias_raw) and bias_raw != "None"
@@ -59,6 +70,20 @@ def scores(
         ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in read]  # type: ignore[union-attr]
     seen = score_calls(kernel) if kernel else []
     ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in seen] if kernel else []
+    who, always = (
+        "the kernel",
+        {name for name, _ in score_calls(kernel, always=True)} if kernel else set(),
+    )
+    if kernel is not None and not seen and caller is not None:
+        around = scored_around(caller, kernel.node.name)
+        if len({name for name, _ in around}) == 1:
+            seen, who = around, f"{caller.node.name}, which calls the kernel,"
+            always = {name for name, _ in around}
+            ev += [
+                f"{caller.module.relpath}:{line}: {name} (in {caller.node.name}, on what it hands "
+                f"{kernel.node.name} or takes back from it)"
+                for name, line in around
+            ]
     kinds = {name for name, _ in seen}
     score = (
         "sigmoid"
@@ -68,7 +93,10 @@ def scores(
         else str(func or "softmax")
     )
     traced = traced_value(doc, "scoring_func")
-    if traced is not None and isinstance(traced[0], str) and traced[0]:
+    # one score, computed on every run of the code (not a branch of a kernel told which)
+    decided = kinds == always and len(kinds) == 1
+    decided = decided and not (kernel is not None and takes(kernel, "scoring_func"))
+    if traced is not None and isinstance(traced[0], str) and traced[0] and not decided:
         # a kernel that computes several is told which on this path (0.5.20+'s moe_fused_gate:
         # sigmoid, softmax or DeepSeek-V4's sqrtsoftplus)
         score, kinds = traced[0], {traced[0]}
@@ -81,7 +109,8 @@ def scores(
     else:
         finding = f"rank and weight by {score}(router_logits)"
     if kinds and str(func) not in kinds:
-        finding += f" (the kernel computes {score}; the config says {func})"
+        says = f"the config says {func}" if func else "the config names no scoring_func"
+        finding += f" ({who} computes {score}; {says})"
     return _c(rules, "scores", finding, ev)
 
 
@@ -95,17 +124,70 @@ def _bias_reads(fn: FunctionSource, names: list[str] | tuple[str, ...]) -> list[
     return sorted(out, key=lambda x: x[1])
 
 
-def score_calls(fn: FunctionSource) -> list[tuple[str, int]]:
+def takes(fn: FunctionSource, name: str) -> bool:
+    """Whether `fn` has a parameter called `name`."""
+    a = fn.node.args
+    return any(p.arg == name for p in [*a.posonlyargs, *a.args, *a.kwonlyargs])
+
+
+def scored_around(caller: FunctionSource, kernel: str) -> list[tuple[str, int]]:
+    """The score calls `caller` makes on what a call of `kernel` returns (`s, i = kernel(...)`;
+    `sigmoid(s)`) or on what it hands that call (`p = softmax(x)`; `kernel(p)`); others (a
+    shared-expert gate's sigmoid) are not the router's."""
+    back: set[str] = set()  # names bound to the kernel's result
+    handed: set[str] = set()  # names read by the kernel's arguments
+    scored: dict[str, list[tuple[str, int]]] = {}  # name -> the score calls its value came from
+    calls = [n for n in ast.walk(caller.node) if isinstance(n, ast.Call)]
+    for node in ast.walk(caller.node):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if _called(node.value) == kernel:
+                back |= bound
+            for name, line in _score_calls_in(node.value):
+                for b in bound:
+                    scored.setdefault(b, []).append((name, line))
+    for call in calls:
+        if _called(call) == kernel:
+            handed |= {a.id for a in ast.walk(call) if isinstance(a, ast.Name)}
+    out = {
+        (name, call.lineno)
+        for call in calls
+        if (name := _called(call)) in ("sigmoid", "softmax")
+        and any(isinstance(n, ast.Name) and n.id in back for a in call.args for n in ast.walk(a))
+    }
+    out |= {hit for name in handed & scored.keys() for hit in scored[name]}
+    always = set(_score_calls_in(caller.node, always=True))
+    return sorted(out & always, key=lambda x: x[1])
+
+
+def _called(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+# what a function's run may skip: a branch, a loop's body, a handler, a short-circuit, code
+# defined for later
+_MAYBE = (ast.If, ast.IfExp, ast.While, ast.For, ast.AsyncFor, ast.ExceptHandler, ast.Match,
+          ast.BoolOp, ast.comprehension, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+          ast.ClassDef)  # fmt: skip
+
+
+def _score_calls_in(fn: ast.AST, always: bool = False) -> list[tuple[str, int]]:
+    """sigmoid/softmax calls in `fn`; with `always`, only those every run of it makes."""
     out = []
-    for node in ast.walk(fn.node):
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = (
-                f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            )
-            if name in ("sigmoid", "softmax"):
-                out.append((name, node.lineno))
-    return sorted(set(out), key=lambda x: x[1])
+    todo = [(fn, False)]
+    while todo:
+        node, maybe = todo.pop()
+        called = _called(node) if isinstance(node, ast.Call) else ""
+        if called in ("sigmoid", "softmax") and not (always and maybe):
+            out.append((called, getattr(node, "lineno", 0)))
+        under = maybe or (isinstance(node, _MAYBE) and node is not fn)
+        todo += [(child, under) for child in ast.iter_child_nodes(node)]
+    return out
+
+
+def score_calls(fn: FunctionSource, always: bool = False) -> list[tuple[str, int]]:
+    return sorted(set(_score_calls_in(fn.node, always)), key=lambda x: x[1])
 
 
 def renormalise(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:

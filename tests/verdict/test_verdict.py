@@ -221,3 +221,45 @@ def test_routing_inside_the_experts_call_names_the_switch() -> None:
     assert (sw["flag"], sw["current"], sw["suggest"]) == (
         "--moe-runner-backend", "triton_kernel", "triton")  # fmt: skip
     assert v["why"].endswith("--moe-runner-backend triton selects the decomposed path")
+
+
+def test_the_score_a_router_computes_on_every_run_and_its_callers_score() -> None:
+    """A router kernel whose code computes one score on every run decides OEA102 (Llama-4's
+    custom_routing_function, sglang 0.5.23 llama4.py:85); one that computes a score in a branch
+    is told which (moe_fused_gate's `if SCORING_FUNC == ...`); a kernel that only selects is
+    scored by its caller, on what it hands the kernel or takes back, not on other tensors."""
+    import ast
+
+    from routescope.verdict.constraints import score_calls, scored_around
+    from routescope.verdict.source import FunctionSource
+
+    def fn(text: str) -> FunctionSource:
+        node = ast.parse(textwrap.dedent(text)).body[0]
+        return FunctionSource(module=None, node=node)  # type: ignore[arg-type]
+
+    llama4 = fn("""
+        def custom_routing_function(hidden_states, gating_output, topk, renormalize):
+            scores, ids = fast_topk(gating_output, topk, dim=-1)
+            scores = torch.sigmoid(scores.float()).to(hidden_states.dtype)
+            shared = torch.sigmoid(hidden_states)
+            return scores, ids
+    """)
+    assert score_calls(llama4, always=True) == [("sigmoid", 4), ("sigmoid", 5)]
+    assert scored_around(llama4, "fast_topk") == [("sigmoid", 4)]  # not the shared gate's
+    before = fn("""
+        def route(x, k):
+            p = x.softmax(dim=-1)
+            if k > 1:
+                q = torch.sigmoid(x)
+            return topk(p, k)
+    """)
+    assert scored_around(before, "topk") == [("softmax", 3)]
+    branch = fn("""
+        def kernel(x, SCORING):
+            if SCORING == 0:
+                s = tl.sigmoid(x)
+            else:
+                s = x
+            return s
+    """)
+    assert score_calls(branch) == [("sigmoid", 4)] and score_calls(branch, always=True) == []
