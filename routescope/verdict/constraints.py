@@ -69,15 +69,15 @@ def scores(
         has_bias = True
         ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in read]  # type: ignore[union-attr]
     seen = score_calls(kernel) if kernel else []
-    ev += [f"{kernel.module.relpath}:{line}: {name}" for name, line in seen] if kernel else []
+    where = kernel.module.relpath if kernel else ""
     who, always = (
         "the kernel",
-        {name for name, _ in score_calls(kernel, always=True)} if kernel else set(),
+        {n for n, _ in score_calls(kernel, always=True)} if kernel else set(),
     )
     if kernel is not None and not seen and caller is not None:
         around = scored_around(caller, kernel.node.name)
         if len({name for name, _ in around}) == 1:
-            seen, who = around, f"{caller.node.name}, which calls the kernel,"
+            seen, who, where = around, f"{caller.node.name}, which calls the kernel,", ""
             always = {name for name, _ in around}
             ev += [
                 f"{caller.module.relpath}:{line}: {name} (in {caller.node.name}, on what it hands "
@@ -85,22 +85,34 @@ def scores(
                 for name, line in around
             ]
     kinds = {name for name, _ in seen}
-    score = (
-        "sigmoid"
-        if "sigmoid" in kinds
-        else "softmax"
-        if "softmax" in kinds
-        else str(func or "softmax")
-    )
     traced = traced_value(doc, "scoring_func")
     # one score, computed on every run of the code (not a branch of a kernel told which)
     decided = kinds == always and len(kinds) == 1
     decided = decided and not (kernel is not None and takes(kernel, "scoring_func"))
-    if traced is not None and isinstance(traced[0], str) and traced[0] and not decided:
+    score: str | None
+    told = traced is not None and isinstance(traced[0], str) and bool(traced[0]) and not decided
+    if told:
         # a kernel that computes several is told which on this path (0.5.20+'s moe_fused_gate:
         # sigmoid, softmax or DeepSeek-V4's sqrtsoftplus)
-        score, kinds = traced[0], {traced[0]}
-        ev.append(traced[1])
+        score, kinds = traced[0], {traced[0]}  # type: ignore[index]
+    elif len(kinds) == 1:
+        score = next(iter(kinds))
+    elif kinds:  # branches the trace did not read: the config's where it is one of them
+        score = str(func) if str(func) in kinds else None
+    else:  # no score in Python: the config's, softmax by default
+        score = str(func or "softmax")
+    if where:  # the kernel's own score calls; where it is told, those of the other branches
+        other = " (a branch for another scoring_func)"
+        ev += [f"{where}:{line}: {name}{other if told and name != score else ''}"
+               for name, line in seen]  # fmt: skip
+    if told:
+        ev.append(traced[1])  # type: ignore[index]
+    if score is None:
+        finding = (
+            f"undecided: {who} computes {' or '.join(sorted(kinds))} by a branch the trace did "
+            "not read; rank and weight by the one this deployment runs"
+        )
+        return _c(rules, "scores", finding, ev)
     if has_bias:
         finding = (
             f"rank by {score}(router_logits) + correction_bias (as selection does); weight by "
