@@ -230,6 +230,31 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 third_party/triton_kernels/topk.py:10-13, :42: the router logits are wrapped
+    # (`Tensor(x, shape=...)`, whose Storage holds the torch tensor: tensor.py:105) before the
+    # _topk_forward launch: a kernel handed an object that holds the scores reads them
+    "kernel_handed_a_wrapper": """
+class Storage:
+    def __init__(self, data):
+        self.data = data
+
+class Wrapped:
+    def __init__(self, storage):
+        self.storage = Storage(storage)
+
+def route(x):
+    return topk_fast(Wrapped(x), 4)
+""",
+    # vLLM 0.34.0 router/fused_topk_bias_router.py:432-434 hands `e_score_correction_bias.data`
+    # to can_use_dsv4_topk (router/dsv4_topk.py:28-31: its dtype, shape, is_contiguous()):
+    # a tensor's `.data` is that tensor's storage, with its shape and dtype
+    "tensor_data": """
+def route(x):
+    bias = torch.empty(256, dtype=torch.float32).data
+    if bias.dtype == torch.float32 and bias.shape == (256,) and bias.is_contiguous():
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
     # vLLM 0.34.0 model_executor/utils.py:130-161 _in_own_storage: `offset % size` and
     # `offset // size` with size = new.element_size(): the dtype's bytes
     "tensor_element_size": """

@@ -260,6 +260,8 @@ class ObjectsMixin(EngineBase):
                 return [(st, External(obj.dtype))]
             if name == "ndim" and obj.shape is not None:
                 return [(st, Const(len(obj.shape)))]
+            if name == "data" and not (obj.nn or "").startswith(MODULE):  # the same storage
+                return [(st, obj)]
             if name in TREE_METHODS and (obj.nn or "").startswith(MODULE):
                 return [(st, ModuleTree(obj, name, self.facts))]  # a torch.nn module's tree
             held = st.contents(obj).get(name) if (obj.nn or "").startswith(MODULE) else None

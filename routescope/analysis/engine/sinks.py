@@ -17,9 +17,10 @@ from routescope.analysis.engine.values import (
 )
 
 
-def held(v: Value) -> list[Value]:
+def held(v: Value, st: PathState | None = None) -> list[Value]:
     """The values a container holds as made (the tensors a call is handed in a tuple, list or
-    dict; a record's fields)."""
+    dict; a record's fields); with `st`, also an object's fields on that path (a library's
+    wrapper of a tensor, whose storage object holds the torch tensor)."""
     if isinstance(v, TupleVal):
         return list(v.items)
     if isinstance(v, ListVal):
@@ -28,24 +29,27 @@ def held(v: Value) -> list[Value]:
         return [x for _, x in v.base.items.values()]
     if isinstance(v, Instance) and v.cls is None:
         return list(v.fields.values())
+    if isinstance(v, Instance) and st is not None:
+        return list(st.contents(v).values())
     return []
 
 
-def tensors_in(vals: list[Value], depth: int = 2) -> list[Tensor]:
+def tensors_in(vals: list[Value], depth: int = 2, st: PathState | None = None) -> list[Tensor]:
     out: list[Tensor] = []
     for v in vals:
         if isinstance(v, Tensor):
             out.append(v)
         elif depth > 0:
-            out.extend(tensors_in(held(v), depth - 1))
+            out.extend(tensors_in(held(v, st), depth - 1, st))
     return out
 
 
-def role_of(vals: list[Value]) -> str | None:
+def role_of(vals: list[Value], st: PathState | None = None) -> str | None:
     """ "scores" when an input was computed from the router's scores without a top-k yet;
     else "ids" when one holds experts torch code selected from them (the indices of a
-    `scores.max(dim=-1)`: a routing made in plain torch, with no kernel of its own)."""
-    roles = {t.role for t in tensors_in(vals)}
+    `scores.max(dim=-1)`: a routing made in plain torch, with no kernel of its own); with
+    `st`, inputs held in the objects a kernel is handed count too."""
+    roles = {t.role for t in tensors_in(vals, st=st)}
     return "scores" if "scores" in roles else "ids" if "ids" in roles else None
 
 
@@ -102,7 +106,7 @@ class SinksMixin(EngineBase):
                 self._routed_by_torch(st, chosen[0].made_at)
             self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(made_at=self.made_at(node))
-        if role_of(inputs) != "scores" or (rule.kind == "torch" and self.compiling):
+        if role_of(inputs, st) != "scores" or (rule.kind == "torch" and self.compiling):
             self._launched(st, name, rule, node, inputs, kwargs)
             return Tensor(made_at=self.made_at(node), role=role_of(inputs))
         hit = self._hit(name, rule, node, kwargs)
