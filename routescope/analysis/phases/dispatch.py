@@ -243,6 +243,7 @@ def trace_dispatch(
             notes,
             layer,
             layers if isinstance(layers, int) else None,
+            tuple(rules.data["router"].get("by_table", ())),
         )
     else:
         gate = (Const(spec.num_experts.value), hidden.shape[-1] if hidden.shape else Const(None))
@@ -267,10 +268,12 @@ def trace_dispatch(
             router_states.append(state)
         n = spec.num_experts.value
         logits = Tensor(  # the router's scores: what a kernel that routes reads (a count of their
-            # own: a gate is handed whatever the layer hands it, not always the hidden states)
+            # own: a gate is handed whatever the layer hands it, not always the hidden states);
+            # a gate's output, a fresh [tokens, experts] tensor: contiguous
             (Count(1, "tokens in the batch"), Const(n, ("routed experts",))),
             "torch.float32",
             role="scores",
+            contiguous=True,
         )
         fn, args, what = (
             decode_entry(engine, rules, bst, block, router, hidden, logits)

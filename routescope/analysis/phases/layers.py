@@ -54,13 +54,16 @@ def build_routing_layer(
     notes: Notes,
     layer: int,
     layers: int | None,
+    by_table: tuple[str, ...] = (),
 ) -> tuple[Built, int]:
     """The block built at `layer` (`values` and `built_at` made for it by layer_values); where
-    no way through it built a router (and none stopped short), at the next layers in turn (up
-    to `layers`, the model's count), and a note names those that route otherwise. The built
+    no way through it built a router (and none stopped short), or every way built one that
+    holds a token-id table (`by_table`, its attributes), at the next layers in turn (up to
+    `layers`, the model's count), and a note names those that route otherwise. The built
     block and the layer it was built at."""
     built = build_block(engine, site, values, router_cls, notes, built_at)
-    if not _no_router(built):
+    first = _otherwise(engine, built, by_table)
+    if first is None:
         return built, layer
     last = layer + _FURTHER if layers is None else min(layer + _FURTHER, layers - 1)
     for at in range(layer + 1, last + 1):
@@ -68,16 +71,43 @@ def build_routing_layer(
         more, paths, _ = layer_values(engine, site, values, at, origin=origin)
         scratch = Notes()  # what the tries say of themselves is left out
         got = build_block(engine, site, more, router_cls, scratch, paths)
-        if not _no_router(got):
+        if _otherwise(engine, got, by_table) is None:
             notes.extend(scratch)
+            how = (
+                f"without {router_cls.qualname}"
+                if not first
+                else f"with a router that holds a table of experts by token id ({first})"
+            )
             notes.append(
-                f"layers {layer}..{at - 1} build {site.block_class.qualname} without "
-                f"{router_cls.qualname} (they choose their experts otherwise: no top-k to "
-                f"route, and none for OEA to change there); layer {at} is the first MoE "
-                "layer that builds it, and the one traced"
+                f"layers {layer}..{at - 1} build {site.block_class.qualname} {how} (they "
+                "choose their experts otherwise: no top-k to route, and none for OEA to change "
+                f"there); layer {at} is the first MoE layer that builds a top-k router, and "
+                "the one traced"
             )
             return got, at
     return built, layer
+
+
+def _otherwise(engine: Engine, built: Built, by_table: tuple[str, ...]) -> str | None:
+    """How every way through building the block routes otherwise: "" (no router), the table
+    attribute every way's router holds, else None (it routes by top-k, or may)."""
+    if _no_router(built):
+        return ""
+    for name in by_table:
+        if built and all(_holds(engine, s, r, name) for s, _b, r in built):
+            return name
+    return None
+
+
+def _holds(engine: Engine, st: PathState, router: Value, name: str) -> bool:
+    """Whether `router` certainly holds a value in attribute `name` (not None, not unknown)."""
+    if not isinstance(router, Instance) or st.stopped:
+        return False
+    got = engine.attribute(st.fork(), router, name, hook=False)
+    return bool(got) and all(
+        not isinstance(v, Unknown) and not (isinstance(v, Const) and v.value is None)
+        for _, v in got
+    )
 
 
 def _no_router(built: Built) -> bool:
