@@ -4,7 +4,10 @@ transformers has no class for): intake builds that class's view of the same file
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from routescope.intake.build import read_through
 from routescope.intake.load import load_spec
@@ -31,3 +34,43 @@ def test_the_class_it_was_read_through_or_none_transformers_has() -> None:
     assert read_through(spec, "DeepseekV3Config") is spec
     got = read_through(spec, "NoSuchConfig")
     assert isinstance(got, str) and "no config class NoSuchConfig" in got
+
+
+def test_a_sub_config_is_an_object_the_framework_reads_by_attribute() -> None:
+    """transformers' DbrxConfig builds ffn_config into a DbrxFFNConfig (to_dict() writes it as a
+    dict); vLLM 0.34.0 dbrx.py:166-167 reads `config.ffn_config.moe_top_k`: an attribute of a
+    config object, not a dict's key. A plain nested table stays a dict."""
+    from routescope.analysis.engine.containers import DictVal
+    from routescope.analysis.engine.values import Const, Instance
+    from routescope.analysis.phases.checkpoint import config_instance
+    from routescope.intake.transformers_view import SubConfig
+
+    spec = load_spec(str(EXAMPLES / "databricks--dbrx-instruct.json"), offline=True)
+    assert isinstance(spec.config_view["ffn_config"], SubConfig)
+    ffn = config_instance(spec).fields["ffn_config"]
+    assert isinstance(ffn, Instance) and ffn.label == "config"
+    top_k = ffn.fields["moe_top_k"]
+    assert isinstance(top_k, Const) and top_k.value == 4
+    fp8 = load_spec(str(EXAMPLES.parent / "checkpoints" / "Qwen--Qwen3-30B-A3B-FP8"), offline=True)
+    assert not any(isinstance(v, SubConfig) for v in fp8.config_view.values())
+    assert isinstance(config_instance(fp8).fields["quantization_config"], DictVal)
+
+
+def test_a_view_cached_before_sub_configs_were_recorded_is_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An intake cache entry written before the view recorded its sub-configs would read DBRX's
+    ffn_config as a dict again: such an entry is not used, it is rebuilt."""
+    from routescope.intake.transformers_view import class_view
+
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
+    raw = json.loads((EXAMPLES / "databricks--dbrx-instruct.json").read_text())
+    first = class_view(raw, "")
+    assert not isinstance(first, str) and "ffn_config" in first.sub_configs
+    (entry,) = tmp_path.glob("intake/transformers-*/*.json")
+    old = json.loads(entry.read_text())
+    del old["sub_configs"]
+    entry.write_text(json.dumps(old))
+    again = class_view(raw, "")
+    assert not isinstance(again, str) and again.sub_configs == first.sub_configs
+    assert "sub_configs" in json.loads(entry.read_text())

@@ -11,7 +11,7 @@ from routescope.intake.aliases import ALIASES, TEXT_CONFIG_KEYS
 from routescope.intake.fields import FieldReader, dig, is_missing
 from routescope.intake.quant import HF_QUANT_CONFIG, QuantInfo, quant_info
 from routescope.intake.spec import ModelRef, Origin, Provenance, RoutingSpec, Sourced, Topology
-from routescope.intake.transformers_view import ClassView, class_view
+from routescope.intake.transformers_view import ClassView, SubConfig, class_view
 
 
 def _routing_level(raw: dict[str, Any]) -> str:
@@ -208,6 +208,9 @@ def _config_view(routing: dict[str, Any], view: ClassView | None) -> dict[str, A
     for key, value in routing.items():
         if value is None and view is not None and view.values.get(key) is not None:
             merged[key] = view.values[key]  # __post_init__ normalised a null
+    for key in view.sub_configs if view else ():
+        if isinstance(merged.get(key), dict):  # a config object the class built from it
+            merged[key] = SubConfig(merged[key])
     return merged
 
 

@@ -31,6 +31,13 @@ class ClassView:
     transformers_version: str
     values: dict[str, Any]  # attribute -> value, attribute_map aliases included
     aliases: dict[str, str]  # attribute_map: alias -> real attribute
+    # attributes that hold a config object of their own (DBRX's ffn_config: DbrxFFNConfig),
+    # which to_dict() writes as a dict: the framework reads them as attributes
+    sub_configs: tuple[str, ...] = ()
+
+
+class SubConfig(dict):  # type: ignore[type-arg]
+    """A sub-config's attributes (a config object, not a dict, where the framework reads it)."""
 
 
 def _transformers_version() -> str | None:
@@ -117,7 +124,20 @@ def _build_view(raw: dict[str, Any], routing_path: str, class_name: str | None) 
     for alias, target in aliases.items():
         if target in values:
             values[alias] = values[target]
-    return {"class_name": type(obj).__name__, "values": values, "aliases": aliases}
+    base = getattr(transformers, "PretrainedConfig", None)
+    subs = sorted(
+        k
+        for k in values
+        if isinstance(values[k], dict)
+        and isinstance(base, type)
+        and isinstance(getattr(obj, k, None), base)
+    )
+    return {
+        "class_name": type(obj).__name__,
+        "values": values,
+        "aliases": aliases,
+        "sub_configs": subs,
+    }
 
 
 def class_view(
@@ -137,9 +157,11 @@ def class_view(
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         data = None  # a missing or corrupt entry is rebuilt
-    if not isinstance(data, dict) or not ("error" in data or "values" in data):
+    if not isinstance(data, dict) or not ("error" in data or "sub_configs" in data):
         data = _build(raw, routing_path, class_name)
         atomic_write_text(path, json.dumps(data, sort_keys=True))
     if "error" in data:
         return str(data["error"])
-    return ClassView(data["class_name"], version, data["values"], data["aliases"])
+    return ClassView(
+        data["class_name"], version, data["values"], data["aliases"], tuple(data["sub_configs"])
+    )

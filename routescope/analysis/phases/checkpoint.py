@@ -19,6 +19,7 @@ from routescope.analysis.library import heterogeneous
 from routescope.intake.build import read_through
 from routescope.intake.quant import HF_QUANT_CONFIG
 from routescope.intake.spec import RoutingSpec
+from routescope.intake.transformers_view import SubConfig
 
 
 def config_instance(spec: RoutingSpec) -> Instance:
@@ -79,6 +80,9 @@ def sidecar_value(spec: RoutingSpec) -> Value:
 def config_value(value: Any, origin: str, key: str) -> Value:
     if _literal(value):
         return Const(value, (origin,))
+    if isinstance(value, SubConfig):  # a config object of its own: read by attribute
+        fields = {k: config_value(v, origin, f"{key}.{k}") for k, v in value.items()}
+        return Instance(None, fields, "config")
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         # a nested table (rope_scaling, quantization_config): a dict the framework reads
         return str_dict({k: config_value(v, origin, f"{key}.{k}") for k, v in value.items()})
