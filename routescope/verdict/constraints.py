@@ -223,6 +223,15 @@ def scaling(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
         cite_setting(doc, "apply_routed_scaling_factor_on_output"),
     ]
     if f is None or f == 1 or f == 1.0:
+        model, model_src = routing_field(doc, "routed_scaling_factor")
+        if isinstance(model, (int, float)) and not isinstance(model, bool) and model != 1:
+            # (vLLM's DeepSeek-V3 builds its router with 1.0 and scales the layer's output)
+            finding = (
+                f"the router does not scale topk_weights (routed_scaling_factor = {f_raw} as "
+                f"built); the config's {model} is applied outside it: OEA must not apply it"
+            )
+            return _c(rules, "scaling-factor", finding,
+                      [*ev, f"model routed_scaling_factor = {model} ({model_src})"])  # fmt: skip
         return _c(rules, "scaling-factor", f"no scaling (routed_scaling_factor = {f_raw})", ev)
     if on is True:
         finding = (
