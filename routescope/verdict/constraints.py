@@ -228,7 +228,8 @@ def scaling(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
             # (vLLM's DeepSeek-V3 builds its router with 1.0 and scales the layer's output)
             finding = (
                 f"the router does not scale topk_weights (routed_scaling_factor = {f_raw} as "
-                f"built); the config's {model} is applied outside it: OEA must not apply it"
+                f"built); the config's {model}, where the model applies it, is applied outside "
+                "it: OEA must not apply it"
             )
             return _c(rules, "scaling-factor", finding,
                       [*ev, f"model routed_scaling_factor = {model} ({model_src})"])  # fmt: skip
@@ -253,7 +254,16 @@ def groups(doc: dict[str, Any], rules: OeaRules) -> dict[str, Any]:
     g, g_raw, _ = setting(doc, "num_expert_group")
     _tg, tg_raw, _ = setting(doc, "topk_group")
     ev = [cite_setting(doc, "num_expert_group"), cite_setting(doc, "topk_group")]
-    if isinstance(g, int) and g > 1:
+    grouped, _, _ = setting(doc, "use_grouped_topk")
+    if grouped is False and isinstance(g, int) and g > 1:
+        # (SGLang's DeepSeek-V4 TopK keeps the class's n_group 8 but routes ungrouped: its
+        # sqrtsoftplus gate is handed no group count, topk.py:1713-1729)
+        finding = (
+            f"no group mask: the router selects over all experts (use_grouped_topk = False; "
+            f"num_expert_group = {g} is not used): any expert in the batch's set may be piggybacked"
+        )
+        ev.append(cite_setting(doc, "use_grouped_topk"))
+    elif isinstance(g, int) and g > 1:
         finding = (
             f"grouped routing: each token selects {tg_raw} of {g} groups; a piggybacked expert "
             "may lie in a group the token did not select (the paper does not say whether "
