@@ -124,14 +124,13 @@ def _build_view(raw: dict[str, Any], routing_path: str, class_name: str | None) 
     for alias, target in aliases.items():
         if target in values:
             values[alias] = values[target]
-    base = getattr(transformers, "PretrainedConfig", None)
-    subs = sorted(
-        k
-        for k in values
-        if isinstance(values[k], dict)
-        and isinstance(base, type)
-        and isinstance(getattr(obj, k, None), base)
-    )
+    config_base = getattr(transformers, "PretrainedConfig", None)
+    subs = (
+        sorted(k for k, v in values.items()
+               if isinstance(v, dict) and isinstance(getattr(obj, k, None), config_base))
+        if isinstance(config_base, type)
+        else []
+    )  # fmt: skip
     return {
         "class_name": type(obj).__name__,
         "values": values,

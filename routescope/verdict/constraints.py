@@ -89,12 +89,13 @@ def scores(
     # one score, computed on every run of the code (not a branch of a kernel told which)
     decided = kinds == always and len(kinds) == 1
     decided = decided and not (kernel is not None and takes(kernel, "scoring_func"))
+    # a kernel that computes several is told which on this path (0.5.20+'s moe_fused_gate:
+    # sigmoid, softmax or DeepSeek-V4's sqrtsoftplus)
+    told = traced if traced is not None and isinstance(traced[0], str) and traced[0] else None
+    told = None if decided else told
     score: str | None
-    told = traced is not None and isinstance(traced[0], str) and bool(traced[0]) and not decided
-    if told:
-        # a kernel that computes several is told which on this path (0.5.20+'s moe_fused_gate:
-        # sigmoid, softmax or DeepSeek-V4's sqrtsoftplus)
-        score, kinds = traced[0], {traced[0]}  # type: ignore[index]
+    if told is not None:
+        score, kinds = told[0], {told[0]}
     elif len(kinds) == 1:
         score = next(iter(kinds))
     elif kinds:  # branches the trace did not read: the config's where it is one of them
@@ -105,8 +106,8 @@ def scores(
         other = " (a branch for another scoring_func)"
         ev += [f"{where}:{line}: {name}{other if told and name != score else ''}"
                for name, line in seen]  # fmt: skip
-    if told:
-        ev.append(traced[1])  # type: ignore[index]
+    if told is not None:
+        ev.append(told[1])
     if score is None:
         finding = (
             f"undecided: {who} computes {' or '.join(sorted(kinds))} by a branch the trace did "

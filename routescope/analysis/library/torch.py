@@ -207,7 +207,7 @@ def _row_major(op: str, inputs: list[Value]) -> bool:
 
 
 def _elementwise_shape(op: str, args: list[Value]) -> tuple[Value, ...] | None:
-    """The shape of an elementwise `torch.<op>(t, ...)` (tensor.py's SAME_DTYPE, as functions):
+    """The shape of an elementwise `torch.<op>(t, ...)` (tensors.py's SAME_DTYPE, as functions):
     the two operands' broadcast for add/sub/mul/div, else its tensor's (softmax along a dim,
     masked_fill with a mask that broadcasts to it); None where not known."""
     if op not in SAME_DTYPE or not args or not isinstance(args[0], Tensor):
