@@ -93,6 +93,7 @@ class EngineBase:
     tolerant: bool
     import_errors: list[tuple[str, Value, tuple[str, int, str] | None]]
     compiling: list[str]
+    whole: int
     _shared: dict[tuple[Any, ...], list[Any]]
     _reads: dict[str, frozenset[str]]
     _bound: dict[str, frozenset[str]]

@@ -118,6 +118,9 @@ class Engine(
         # modules whose body raises when imported: (module, the exception, where)
         self.import_errors: list[tuple[str, Value, tuple[str, int, str] | None]] = []
         self.compiling: list[str] = []  # the torch.compile'd functions being entered
+        # constructors of objects the rules build whole being run (opaque code is entered
+        # within them: see ConstructMixin.construct)
+        self.whole = 0
         self.raises: list[tuple[str, PathState]] = []  # set-up ways that raised (see phases)
         # phases every way through raised: the deployment fails there, or routescope does not
         # build state a running server has; either way no path past them is selected

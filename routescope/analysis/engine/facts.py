@@ -129,6 +129,9 @@ class Facts:
     # hold, or "", and the text): the first that fits the release (Engine.defined_alternative)
     summaries: dict[str, str | tuple[tuple[str, str], ...]] = field(default_factory=dict)
     opaque: list[str] = field(default_factory=list)  # globs of framework functions not entered
+    # globs of classes whose objects are built whole: the opaque code their constructor calls
+    # is entered (a base's constructor sets what their own code reads)
+    built_whole: list[str] = field(default_factory=list)
     bindings: dict[str, Value] = field(default_factory=dict)  # names summaries may use
     # True: a variable the user did not give with --env is unset on the target (each read is
     # reported as an assumption); False: its value is unknown and conditions on it fork.
@@ -230,6 +233,9 @@ class Facts:
 
     def is_opaque(self, qualname: str) -> bool:
         return any(fnmatch.fnmatchcase(qualname, g) for g in self.opaque)
+
+    def is_built_whole(self, class_qualname: str) -> bool:
+        return any(fnmatch.fnmatchcase(class_qualname, g) for g in self.built_whole)
 
 
 def _shown(v: Value) -> str:

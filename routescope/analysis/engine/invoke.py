@@ -296,7 +296,7 @@ class InvokeMixin(EngineBase):
         if summary is not None:
             said = self.defined_alternative(fn, summary)
             return [(s, "return", v) for s, v in self.summary(st, fn, said, args, kwargs)]
-        if self.facts.is_opaque(fn.qualname):
+        if self.facts.is_opaque(fn.qualname) and not self.whole:
             if fn.qualname.endswith(".__init__") and isinstance(fn.bound, Instance):
                 self.partly_built(fn.bound)  # what that constructor sets is not known
             return [

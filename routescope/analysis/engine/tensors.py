@@ -168,6 +168,10 @@ class TensorMethod(Value):
         self.tensor = tensor
         self.name = name
 
+    @property
+    def shown(self) -> str:  # (describe: "compare a tensor's .dtype with torch.float32")
+        return f"a tensor's .{self.name}"
+
 
 class Count(AtLeast):
     """An integer count known from below: the tokens in a batch (an int, never a float: what

@@ -354,7 +354,7 @@ def describe(v: Value) -> str:
         return "tensor"
     if isinstance(v, ModuleVal):
         return f"module {v.name}"
-    return type(v).__name__
+    return getattr(v, "shown", None) or type(v).__name__  # (a kind defined elsewhere: its own)
 
 
 def merge_origins(*vals: Value) -> tuple[str, ...]:
