@@ -139,6 +139,9 @@ class Facts:
     checkpoint: Checkpoint | None = None
     source: str = "the rules"  # the rule file these facts come from
     given_packages: frozenset[str] = frozenset()  # the user's --package entries
+    # optional packages the release requires with no condition (installed with it): import
+    # name -> its Requires-Dist line (see frameworks.required_packages)
+    required: dict[str, str] = field(default_factory=dict)
     # ops the framework registers with a Python implementation (torch.library.Library.impl):
     # "torch.ops.<namespace>.<name>" -> the function that runs when the op is called
     ops: dict[str, Value] = field(default_factory=dict)
@@ -217,6 +220,9 @@ class Facts:
         packages table; None when neither says."""
         top = module.split(".")[0]
         key = module if module in self.packages else top
+        if top in self.required and top not in self.given_packages:
+            self.assume("package", top, "importable", f"{self.required[top]}, its METADATA")
+            return True
         got = self.packages.get(key)
         if got is not None:
             source = "--package" if key in self.given_packages else f"{self.source} packages"

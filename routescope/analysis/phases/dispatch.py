@@ -41,7 +41,7 @@ from routescope.analysis.phases.checkpoint import (
 from routescope.analysis.phases.consumer import EXPERTS_MERGE_AT, decode_entry, into_consumer
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.flags import check_env_values, check_unread
-from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, pinned_versions
+from routescope.analysis.phases.frameworks import FrameworkRules, build_facts, of_the_release
 from routescope.analysis.phases.layers import build_routing_layer, layer_values
 from routescope.analysis.phases.library import (
     LibraryModel,
@@ -137,11 +137,7 @@ def trace_dispatch(
     start = time.monotonic()
     notes = Notes()
     facts = build_facts(rules, dep.gpu, dep.env, dep.packages, dep.tp)
-    facts.versions = pinned_versions(rules, index.tree)
-    dists = rules.data.get("package_distributions", {})
-    facts.distributions = {dists[p]: v for p, v in facts.versions.items() if p in dists}
-    if version is not None:
-        facts.distributions[rules.data["distribution"]] = (version, f"the traced release, {origin}")
+    of_the_release(facts, rules, index.tree, version, origin)
     config = config_instance(spec)
     # what summaries may name: the checkpoint's config and the device, as routescope read them
     facts.checkpoint = checkpoint_of(spec)

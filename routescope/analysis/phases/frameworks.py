@@ -135,10 +135,44 @@ def build_facts(
         sinks=sinks,
         summaries={s["function"]: _alternatives(s["returns"]) for s in d.get("summaries", [])},
         opaque=list(d.get("opaque", [])),
+        built_whole=list(d.get("built_whole", [])),
         env_unset_means_absent=d.get("env_unset", "absent") == "absent",
         source=str(rules.path),
         given_packages=frozenset(packages or {}),
     )
+
+
+def of_the_release(
+    facts: Facts, rules: FrameworkRules, tree: Any, version: str | None, origin: str
+) -> None:
+    """What the release's METADATA tells the facts: the versions it pins, the packages it
+    requires, and each distribution's version (the release's own included)."""
+    facts.versions = pinned_versions(rules, tree)
+    facts.required = required_packages(rules, tree)
+    dists = rules.data.get("package_distributions", {})
+    facts.distributions = {dists[p]: v for p, v in facts.versions.items() if p in dists}
+    if version is not None:
+        facts.distributions[rules.data["distribution"]] = (version, f"the traced release, {origin}")
+
+
+def required_packages(rules: FrameworkRules, tree: Any) -> dict[str, str]:
+    """The optional packages the release requires with no condition (a Requires-Dist line with
+    no environment marker, naming a distribution of the rules' `package_distributions`): each
+    is installed with the release, so it imports on the target. Import name -> the line (with
+    the release's name). A line under a marker (an extra, a platform) says nothing."""
+    dists: dict[str, str] = rules.data.get("package_distributions", {})
+    try:
+        meta = tree.metadata() if dists else None
+    except (RoutescopeError, OSError, AttributeError, KeyError, ValueError):
+        meta = None
+    if meta is None:
+        return {}
+    out: dict[str, str] = {}
+    for package, dist in dists.items():
+        line = meta.requirement(dist)
+        if line and ";" not in line:
+            out[package] = f"Requires-Dist: {line.strip()} ({meta.name} {meta.version})"
+    return out
 
 
 def pinned_versions(rules: FrameworkRules, tree: Any) -> dict[str, tuple[str, str]]:
