@@ -220,7 +220,7 @@ class Facts:
         packages table; None when neither says."""
         top = module.split(".")[0]
         key = module if module in self.packages else top
-        if top in self.required and top not in self.given_packages:
+        if key == top and top in self.required and top not in self.given_packages:
             self.assume("package", top, "importable", f"{self.required[top]}, its METADATA")
             return True
         got = self.packages.get(key)
