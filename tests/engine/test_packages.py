@@ -8,7 +8,7 @@ from pathlib import Path
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Facts
 from routescope.analysis.engine.values import Const, Value, truth
-from routescope.analysis.phases.frameworks import FrameworkRules, required_packages
+from routescope.analysis.phases.frameworks import required_packages
 from routescope.analysis.phases.trace import resolve_entry, trace_call
 from routescope.source.tree import Metadata
 from tests.engine.test_engine_synthetic import make_tree
@@ -75,14 +75,8 @@ def test_a_package_the_release_requires_imports(tmp_path: Path) -> None:
     what the rules' table says; only the user's --package says otherwise."""
     lines = ("nvidia-cutlass-dsl[cu13]==4.8.0", "tilelang==0.1.12; platform_system == 'Linux'")
     meta = Metadata("vllm", "0.34.0", None, lines)
-
-    class Tree:
-        def metadata(self) -> Metadata:
-            return meta
-
     dists = {"cutlass": "nvidia-cutlass-dsl", "tilelang": "tilelang", "quack": "quack-kernels"}
-    rules = FrameworkRules("vllm", "r.toml", {"package_distributions": dists})
-    required = required_packages(rules, Tree())
+    required = required_packages(dists, meta)
     assert set(required) == {"cutlass"}  # a line under a marker, or none, says nothing
     assert "nvidia-cutlass-dsl[cu13]==4.8.0" in required["cutlass"]
     (unknown,) = _has(tmp_path, Facts())  # neither the facts nor the release say

@@ -13,6 +13,7 @@ from routescope.analysis.engine.values import Const, Unknown, UnknownKind, Value
 from routescope.errors import RoutescopeError
 from routescope.hardware import GpuProfile
 from routescope.rules import load_rule_file, rules_dir
+from routescope.source.tree import Metadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,26 +146,25 @@ def build_facts(
 def of_the_release(
     facts: Facts, rules: FrameworkRules, tree: Any, version: str | None, origin: str
 ) -> None:
-    """What the release's METADATA tells the facts: the versions it pins, the packages it
-    requires, and each distribution's version (the release's own included)."""
-    facts.versions = pinned_versions(rules, tree)
-    facts.required = required_packages(rules, tree)
-    dists = rules.data.get("package_distributions", {})
+    """What the release's METADATA (read once) tells the facts: the versions it pins, the
+    packages it requires, and each distribution's version (the release's own included)."""
+    dists: dict[str, str] = rules.data.get("package_distributions", {})
+    try:
+        meta = tree.metadata() if dists else None
+    except (RoutescopeError, OSError, AttributeError, KeyError, ValueError):
+        meta = None  # a tree without METADATA says nothing
+    facts.versions = pinned_versions(dists, meta)
+    facts.required = required_packages(dists, meta)
     facts.distributions = {dists[p]: v for p, v in facts.versions.items() if p in dists}
     if version is not None:
         facts.distributions[rules.data["distribution"]] = (version, f"the traced release, {origin}")
 
 
-def required_packages(rules: FrameworkRules, tree: Any) -> dict[str, str]:
+def required_packages(dists: dict[str, str], meta: Metadata | None) -> dict[str, str]:
     """The optional packages the release requires with no condition (a Requires-Dist line with
     no environment marker, naming a distribution of the rules' `package_distributions`): each
     is installed with the release, so it imports on the target. Import name -> the line (with
     the release's name). A line under a marker (an extra, a platform) says nothing."""
-    dists: dict[str, str] = rules.data.get("package_distributions", {})
-    try:
-        meta = tree.metadata() if dists else None
-    except (RoutescopeError, OSError, AttributeError, KeyError, ValueError):
-        meta = None
     if meta is None:
         return {}
     out: dict[str, str] = {}
@@ -175,16 +175,11 @@ def required_packages(rules: FrameworkRules, tree: Any) -> dict[str, str]:
     return out
 
 
-def pinned_versions(rules: FrameworkRules, tree: Any) -> dict[str, tuple[str, str]]:
+def pinned_versions(dists: dict[str, str], meta: Metadata | None) -> dict[str, tuple[str, str]]:
     """Each optional package's version as the release pins it in its METADATA (Requires-Dist
     `dist==V`, the rules' `package_distributions` naming the distribution): what the trace
-    takes `package.__version__` to be. A loose pin, or a tree without METADATA, says nothing."""
-    dists: dict[str, str] = rules.data.get("package_distributions", {})
-    if not dists:
-        return {}
-    try:
-        meta = tree.metadata()
-    except (RoutescopeError, OSError, AttributeError, KeyError, ValueError):
+    takes `package.__version__` to be. A loose pin says nothing."""
+    if meta is None:
         return {}
     out: dict[str, tuple[str, str]] = {}
     for package, dist in dists.items():
