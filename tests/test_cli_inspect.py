@@ -88,7 +88,9 @@ def test_directory_with_config(tmp_path: Path, capsys: pytest.CaptureFixture[str
 @pytest.mark.parametrize(
     ("name", "device"),
     [("sm120", "rtx-pro-6000"), ("sm_120", "rtx-pro-6000"), ("12.0", "rtx-pro-6000"),
-     ("RTX 5090", "rtx-5090"), ("h200", "h200"), ("B200", "b200"), ("hopper", "h100")],
+     ("RTX 5090", "rtx-5090"), ("h200", "h200"), ("B200", "b200"), ("hopper", "h100"),
+     ("sm121", "gb10"), ("DGX Spark", "gb10"), ("12.1", "gb10"), ("sm103", "b300"),
+     ("NVIDIA B300 SXM6 AC", "b300"), ("sm86", "rtx-a6000"), ("RTX 3090", "rtx-3090")],
 )  # fmt: skip
 def test_gpu_aliases(name: str, device: str) -> None:
     assert resolve_gpu(name).device == device
@@ -100,11 +102,21 @@ def test_sm120_profile_facts() -> None:
     assert p.sm_count == 188 and resolve_gpu("rtx-5090").sm_count == 170
 
 
+def test_the_sm12x_and_sm10x_siblings_are_their_own_capability() -> None:
+    """GB10 is (12, 1), B300 (10, 3): releases that test the exact capability (SGLang 0.5.23
+    utils/common.py:342-350 is_sm120() / is_sm121()) see them apart from SM120 and SM100."""
+    spark, b300 = resolve_gpu("dgx-spark"), resolve_gpu("b300")
+    assert (spark.capability, spark.device_name) == ((12, 1), "NVIDIA GB10")
+    assert spark.max_shared_memory_per_block == resolve_gpu("sm120").max_shared_memory_per_block
+    assert (b300.capability, b300.sm_count) == ((10, 3), 148)
+    assert b300.max_shared_memory_per_block == resolve_gpu("sm100").max_shared_memory_per_block
+
+
 def test_gpus_lists_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["gpus", "--format", "json"], capsys)
     assert code == 0
     families = {p["family"] for p in json.loads(out)}
-    assert {"sm120", "sm100", "sm90", "sm89", "sm80"} <= families
+    assert {"sm121", "sm120", "sm103", "sm100", "sm90", "sm89", "sm86", "sm80"} <= families
     by_device = {p["device"]: p for p in json.loads(out)}
     assert by_device["rtx-5090"]["aliases"] == ["5090", "rtx5090", "geforce-rtx-5090"]
     assert "sm120" in by_device["rtx-pro-6000"]["aliases"]  # the family picks its first device
