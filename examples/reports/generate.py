@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
-# (output name, model configs, sglang version, GPUs); TP 8, the checkpoints' own precision
+# (output name, models, sglang version, GPUs); TP 8, the checkpoints' own precision. A model is
+# a file of examples/configs, or a published checkpoint's directory under examples/
 CASES = (
     ("glm-5-sglang-0.5.9-sm120.md", ("zai-org--GLM-5.json",), "0.5.9", ("sm120",)),
     ("glm-5-sglang-0.5.23-sm120.md", ("zai-org--GLM-5.json",), "0.5.23", ("sm120",)),
@@ -21,6 +22,12 @@ CASES = (
         ("deepseek-ai--DeepSeek-V3.json", "Qwen--Qwen3-30B-A3B.json"),
         "0.5.23",
         ("sm120", "sm100"),
+    ),
+    (  # NVIDIA's NVFP4 GLM-5 on a DGX Spark (blocked, with its way out) and on a B300
+        "glm-5-nvfp4-sglang-0.5.23-sm121-sm103.md",
+        ("checkpoints/nvidia--GLM-5-NVFP4",),
+        "0.5.23",
+        ("sm121", "sm103"),
     ),
 )
 
@@ -31,7 +38,7 @@ def render(configs: tuple[str, ...], version: str, gpus: tuple[str, ...]) -> str
     from routescope.render.report_md import render_matrix
 
     docs = [
-        api.inspect(api.InspectRequest(model=f"examples/configs/{c}",
+        api.inspect(api.InspectRequest(model=f"examples/{c if '/' in c else 'configs/' + c}",
                                        framework=f"sglang=={version}", gpu=g, tp=8))
         for c in configs
         for g in gpus

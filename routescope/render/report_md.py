@@ -56,8 +56,13 @@ def render_matrix(docs: list[dict[str, Any]]) -> str:
         sel = next((p for p in disp["paths"] if p["selected"]), None)
         sink = sel["sink"]["name"].split(":")[-1].split(".")[-1] if sel and sel["sink"] else "-"
         link = f"[{cell(_name(d))}](#{_anchor(_heading(d))})"
+        status = disp["status"]
+        if status == "blocked":
+            status = "**blocked**"
+        elif d.get("blockers"):  # the path is decided and a kernel on it does not run there
+            status = f"{status}, **blocked**"
         out.append(
-            f"| {link} | {dep['gpu']['family']} | {dep['tp']} | {dep['quant']} | {disp['status']} "
+            f"| {link} | {dep['gpu']['family']} | {dep['tp']} | {dep['quant']} | {status} "
             f"| {code(sink) if sink != '-' else '-'} | **{verdict_word(d.get('verdict'))}** "
             f"| {_where(d)} |"
         )

@@ -99,6 +99,20 @@ def test_matrix_links_every_section() -> None:
     assert "**insertable**" in text and "**undecided**" in text
 
 
+@pytest.mark.network
+def test_matrix_row_says_a_deployment_is_blocked() -> None:
+    """NVIDIA's NVFP4 GLM-5 on a DGX Spark: the path is decided, but the experts kernel it
+    launches has no sm121 build (a blocker); on a B300 it runs. The summary table says so in
+    the row, not only in the section below it."""
+    docs = [
+        report("examples/checkpoints/nvidia--GLM-5-NVFP4", "0.5.23", gpu, 8)
+        for gpu in ("sm121", "sm103")
+    ]
+    rows = [line for line in render_matrix(docs).splitlines() if line.startswith("| [")]
+    assert "| sm121 |" in rows[0] and "| selected, **blocked** |" in rows[0]
+    assert "| sm103 |" in rows[1] and "| selected |" in rows[1]
+
+
 def test_a_dunder_name_in_prose_is_not_bold() -> None:
     """A blocker names the step `__post_init__`: in prose, Markdown would make it bold
     `post_init`; in a code span it stays as written."""
