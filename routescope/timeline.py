@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from routescope import api, timing
 from routescope.errors import RoutescopeError
+from routescope.hardware import resolve_gpu
 from routescope.report import deciding_decision
 
 ROUTER_FIELDS = ("top_k", "output_format", "runner_backend")
@@ -219,11 +220,17 @@ def build_timeline(
             "chosen": chosen,
             "stopped": stopped,
         })  # fmt: skip
+    profile = resolve_gpu(req.gpu)
     return {
         "model": req.model,
         "framework": name,
         "deployment": {
-            "gpu": req.gpu,
+            "gpu": req.gpu,  # as given; the profile it names:
+            "gpu_profile": {
+                "family": profile.family,
+                "device": profile.device,
+                "name": profile.device_name,
+            },
             "tp": req.tp,
             "ep": req.ep,
             "quant": req.quant,

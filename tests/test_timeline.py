@@ -76,9 +76,13 @@ def test_releases_group_by_path_and_each_change_is_explained(
         return {"report": by_version[req.framework.partition("==")[2]]}  # type: ignore[union-attr]
 
     monkeypatch.setattr("routescope.timeline._one", fake)
-    req = api.InspectRequest(model="glm5", framework="sglang", gpu="sm120", tp=8)
+    req = api.InspectRequest(model="glm5", framework="sglang", gpu="RTX 5090", tp=8)
     t = build_timeline(req, list(by_version), jobs=1)
     assert [g["versions"] for g in t["groups"]] == [["0.5.15", "0.5.16"], ["0.5.17", "0.5.18"]]
+    # the GPU as given, and the profile it names, shown as inspect shows it
+    assert t["deployment"]["gpu"] == "RTX 5090"
+    assert t["deployment"]["gpu_profile"]["family"] == "sm120"
+    assert render.text(t).startswith("glm5 · sglang · sm120 (rtx-5090) · TP8")
     (change,) = t["changes"]
     assert (change["from_version"], change["to_version"]) == ("0.5.16", "0.5.17")
     assert change["fields"][0]["field"] == "sink"

@@ -69,9 +69,15 @@ def _change_lines(c: dict[str, Any], indent: str = "    ") -> list[str]:
     return out
 
 
+def _gpu(dep: dict[str, Any]) -> str:
+    """The GPU as inspect shows it: its family and device (`sm121 (gb10)` for `dgx-spark`)."""
+    prof = dep.get("gpu_profile")
+    return f"{prof['family']} ({prof['device']})" if prof else str(dep["gpu"])
+
+
 def text(t: dict[str, Any]) -> str:
     dep = t["deployment"]
-    head = f"{t['model']} · {t['framework']} · {dep['gpu']} · TP{dep['tp']}"
+    head = f"{t['model']} · {t['framework']} · {_gpu(dep)} · TP{dep['tp']}"
     out = [head, ""]
     for g in t["groups"]:
         out.append(f"{_span(g['versions']):<20} {_answer(g)}")
@@ -83,7 +89,7 @@ def text(t: dict[str, Any]) -> str:
 def markdown(t: dict[str, Any]) -> str:
     dep = t["deployment"]
     out = [f"# routescope timeline: {code(t['model'])} on {t['framework']}", "",
-           f"{dep['gpu']}, TP{dep['tp']}" + (f", {dep['quant']}" if dep.get("quant") else ""),
+           f"{_gpu(dep)}, TP{dep['tp']}" + (f", {dep['quant']}" if dep.get("quant") else ""),
            "", "| releases | status | router kernel | top_k | output format | runner | blockers |",
            "|---|---|---|---|---|---|---|"]  # fmt: skip
     for g in t["groups"]:
