@@ -1026,3 +1026,35 @@ def create_weights(intermediate_size, tp, block_n, where):
     assert (
         "{intermediate_size_per_partition}" in stop_blocker(report.stop_dict(unknown), "fw")["what"]
     )
+
+
+def test_a_decode_step_that_raises_on_every_way_is_a_stop(tmp_path: Path) -> None:
+    """The decode forward raising on every way at a `raise` statement, after a test decided on
+    the deployment's facts, stops the deployment as a set-up step does: its exception and
+    message as the source writes them. The call's outcome carries the exception; before
+    2026-12-07 the path's end state did not, so a decode raise was never read as a stop."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry, trace_serving
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+def forward(x, gated):
+    if not gated:
+        raise NotImplementedError("non-gated activations need the CUTLASS backend")
+    return x
+"""
+    engine = Engine(make_tree(tmp_path, {"moe.py": src}), Facts())
+    fn = resolve_entry(engine, "fw.moe:forward")
+    gated = Const(False, ("config.json hidden_act",))
+    traced = trace_serving(engine, fn, [Const(1), gated], {}, None, "the decode forward")
+    assert traced and [w for w, _ in engine.stops] == ["the decode forward"]
+    (stop,) = explicit_stops(engine)
+    assert (stop.step, stop.exception, stop.line) == (
+        "the decode forward",
+        "NotImplementedError",
+        4,
+    )
+    assert stop.message == "non-gated activations need the CUTLASS backend"
+    assert stop.guard is not None and stop.guard.text == "not gated"

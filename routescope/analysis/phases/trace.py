@@ -182,9 +182,13 @@ def trace_serving(
             )
         )
         if p.end is not None:
-            engine.raises.append((what, p.end))
+            end = p.end
+            if end.raising is None and p.value is not None:  # the call's raise, as it ended
+                end = end.fork()
+                end.raising = p.value
+            engine.raises.append((what, end))
             if as_served:
-                engine.stops.append((what, p.end))
+                engine.stops.append((what, end))
     if not as_served:  # a staged layer: what follows its raise is not what the server runs
         return traced
     engine.tolerant = True
