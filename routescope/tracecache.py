@@ -136,6 +136,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             find_way_out,
             past_a_split,
             past_a_stop,
+            past_a_stop_env,
             switch_by_tracing,
             try_changes,
         )
@@ -170,6 +171,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             changes = [c for s in dispatch.stops  # what its message says to do, first
                        for c in (*advised(s.message, args, chooses),
                                  *past_a_stop(s.guards, args, chooses),
+                                 *past_a_stop_env(s.guards, dep.env),
                                  *past_a_split(s.guards, args, sharding, dep.tp))]  # fmt: skip
             if dep.quant is None and spec.quant is not None:
                 changes += checkpoint_scheme(spec.quant.method, spec.quant.scheme,

@@ -112,6 +112,40 @@ def past_a_stop(
     return list(dict.fromkeys(out))
 
 
+# a change of an environment variable, as a way out's (name, value) names it: no server
+# argument's name holds a colon
+ENV = "env:"
+# an environment variable a value came from, as the engine's origins name it: given with
+# --env, or unset (its default in the source, or none)
+_ENV_ORIGIN = re.compile(r"(?:--env |env )([A-Za-z_]\w*)(?:$| unset)")
+
+
+def past_a_stop_env(guards: tuple[Decision, ...], env: dict[str, str]) -> list[tuple[str, str]]:
+    """The environment changes worth trying to get past a step that raises: a decided guard
+    read a boolean made from an environment variable (its default, or --env), so the
+    variable set the other way ("1" for false, "0" for true: what `bool(int(...))` and
+    `in ("1", "true")` both read so); a string made from one, another value the guard
+    compares it against. Each is a candidate the trace again decides (vLLM 0.12.0's NVFP4
+    MoE asserts `self.allow_flashinfer` for a non-gated activation, false by default
+    because VLLM_USE_FLASHINFER_MOE_FP4 is unset)."""
+    out: list[tuple[str, str]] = []
+    for d in guards:
+        for i in d.inputs:
+            names = [m.group(1) for o in i.origins if (m := _ENV_ORIGIN.match(o))]
+            kind, value = i.data
+            if not names or kind != "constant":
+                continue
+            if isinstance(value, bool) or value is None:
+                wanted = ["0" if value else "1"]
+            elif isinstance(value, str):
+                field = i.text.rsplit(".", 1)[-1]
+                wanted = [v for _, v in compared(d.text, (field,)) if v != value]
+            else:
+                continue
+            out.extend((ENV + n, w) for n in names for w in wanted if env.get(n) != w)
+    return list(dict.fromkeys(out))
+
+
 def past_a_split(
     guards: tuple[Decision, ...], arguments: dict[str, object], sharding: dict[str, str], tp: int
 ) -> list[tuple[str, str]]:
@@ -201,14 +235,19 @@ def checkpoint_scheme(
 
 
 def flag_text(name: str, value: str, quant_field: str) -> str:
+    if name.startswith(ENV):
+        return f"--env {name.removeprefix(ENV)}={value}"
     return f"--quant {value}" if name == quant_field else f"--set {name}={value}"
 
 
 def changed(dep: Deployment, name: str, value: str, quant_field: str) -> Deployment:
     """`dep` with one argument changed, its value read as `--set` reads it (JSON where it
-    parses: 8 an integer, true a boolean; else the string)."""
+    parses: 8 an integer, true a boolean; else the string), or one environment variable set
+    (`env:NAME`, as --env sets it)."""
     if name == quant_field:
         return replace(dep, quant=value)
+    if name.startswith(ENV):
+        return replace(dep, env={**dep.env, name.removeprefix(ENV): value})
     parsed = parse_assignments([f"{name}={value}"], "--set", literal=True)
     return replace(dep, server_args={**dep.server_args, **parsed})
 

@@ -758,6 +758,107 @@ def bare(n):
     assert b["evidence"][-1].startswith("fw/load.py:10: assert fails: AssertionError: Expected")
 
 
+def test_an_assert_on_a_flag_an_environment_default_made_stops(tmp_path: Path) -> None:
+    """vLLM 0.12.0 modelopt.py:1526: `assert self.allow_flashinfer and self.flashinfer_moe_backend
+    == FlashinferMoeBackend.CUTLASS` for a non-gated activation (Nemotron-3-Nano's relu2).
+    allow_flashinfer is `cutlass_supported and (envs.VLLM_USE_FLASHINFER_MOE_FP4 and ...)`
+    (nvfp4_moe_support.py:36-39, flashinfer_fp4_moe.py:37-44), the variable read as
+    `bool(int(os.getenv(name, "0")))` (envs.py:1213-1214): false by default, a value the
+    deployment decides, so the assert stops it. The `and` is decided by its first operand:
+    the enum compared in the second, which Python never reads, does not count. With the
+    variable set, the flag is true and the backend compared is one the release chose by a
+    default no fact carries: not a stop (unknown, as before)."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+import enum
+import os
+
+class Backend(enum.Enum):
+    CUTLASS = "throughput"
+    TRTLLM = "latency"
+
+def allowed(supported):
+    return supported and bool(int(os.getenv("USE_FI_FP4", "0")))
+
+class Method:
+    def __init__(self, supported):
+        self.allow = allowed(supported)
+        self.backend = None
+        if self.allow:
+            self.backend = Backend.TRTLLM
+
+    def apply(self):
+        assert self.allow and self.backend == Backend.CUTLASS, "only the CUTLASS backend"
+
+def run(supported):
+    Method(supported).apply()
+"""
+    tree = make_tree(tmp_path, {"method.py": src})
+    for env, stops in (({}, True), ({"USE_FI_FP4": "1"}, False)):
+        engine = Engine(tree, Facts(env=env))
+        fn = resolve_entry(engine, "fw.method:run")
+        run_phase(engine, 10_000, "decode",
+                  lambda e=engine, f=fn: e.call(PathState(envs=[{}]), f,
+                                                [Const(True, ("GPU profile sm100: capability",))],
+                                                {}, None),
+                  record_inputs=True, as_served=False, raise_stops=True)  # fmt: skip
+        assert any(w == "decode" for w, _ in engine.raises), env  # it raises either way
+        found = explicit_stops(engine)
+        assert bool(found) is stops, env
+        if stops:
+            (stop,) = found
+            assert (stop.exception, stop.line) == ("AssertionError", 20)
+            assert stop.guard is not None
+            (flag,) = [i for i in stop.guard.inputs if i.text == "self.allow"]
+            assert flag.data == ("constant", False)
+            assert flag.origins == ("env USE_FI_FP4 unset: default at fw/method.py:10",)
+
+
+def test_a_way_past_a_stop_sets_the_environment_variable_a_guard_read() -> None:
+    """Past a stop whose guard read a value made from an environment variable: the variable
+    set the other way (a boolean: "1" where it is false, "0" where true), or to another value
+    the guard compares it against; a value already given is no change. Traced again as
+    --env, as a user would set it."""
+    from routescope.analysis.engine.state import Input
+    from routescope.wayout import ENV, changed, flag_text, past_a_stop_env
+
+    def read(text: str, value: object, *origins: str) -> Input:
+        return Input(text, repr(value), origins, ("constant", value))
+
+    flag = read("self.allow_flashinfer", False,
+                "env VLLM_USE_FLASHINFER_MOE_FP4 unset: default at vllm/envs.py:1214")  # fmt: skip
+    backend = read("envs.VLLM_FLASHINFER_MOE_BACKEND", "latency",
+                   "--env VLLM_FLASHINFER_MOE_BACKEND")  # fmt: skip
+    source = read("self.use_marlin", False, "vllm/model_executor/layers/x.py:12")
+    guards = (
+        Decision("m.py", 1, "m:f", "self.allow_flashinfer and self.use_marlin", False,
+                 (flag, source)),
+        Decision("m.py", 2, "m:f", "envs.VLLM_FLASHINFER_MOE_BACKEND in ('throughput', "
+                 "'latency')", True, (backend,)),
+        Decision("m.py", 3, "m:f", "self.allow_flashinfer", False, (flag,)),
+    )  # fmt: skip
+    assert past_a_stop_env(guards, {}) == [
+        (ENV + "VLLM_USE_FLASHINFER_MOE_FP4", "1"),
+        (ENV + "VLLM_FLASHINFER_MOE_BACKEND", "throughput"),
+    ]
+    assert past_a_stop_env(guards, {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}) == [
+        (ENV + "VLLM_FLASHINFER_MOE_BACKEND", "throughput")
+    ]
+    name = ENV + "VLLM_USE_FLASHINFER_MOE_FP4"
+    assert flag_text(name, "1", "quantization") == "--env VLLM_USE_FLASHINFER_MOE_FP4=1"
+    dep = changed(
+        Deployment(gpu=resolve_gpu("sm100"), tp=8, env={"A": "x"}), name, "1", "quantization"
+    )
+    assert dep.env == {"A": "x", "VLLM_USE_FLASHINFER_MOE_FP4": "1"} and dep.server_args == {}
+
+
 def test_a_way_past_a_stop_flips_the_boolean_a_guard_reads() -> None:
     """The candidates past a step that raises: a boolean server argument a decided guard reads,
     flipped, and values a guard compares a kernel-choosing argument against; an argument the

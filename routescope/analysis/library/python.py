@@ -220,7 +220,7 @@ def _pure(
     """A builtin evaluated for real on constants (a list reads as its items on this path;
     isinstance sees the container itself)."""
     if name == "bool" and len(args) == 1 and (known := truth_in(st, args[0])) is not None:
-        return one(st, Const(known))  # an object's truth, as a condition reads it
+        return one(st, Const(known, args[0].origins))  # its truth, as a condition reads it
     if name != "isinstance":
         args = [snapshot(st, a) for a in args]
     got = call_builtin(name, args, kwargs)

@@ -133,13 +133,28 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
     if guard is None or not guard.inputs:
         return False
     at = st.raised_at
-    read = _leaves(guard.inputs)  # the values it read, not the objects it read them through
+    read = _evaluated(guard, _leaves(guard.inputs))  # what it read, not what it read through
     is_assert = at is not None and _assert_at(engine, at[2].partition(":")[0], at[1]) is not None
     if is_assert and any(i.data[0] not in ("constant", "enum") for i in read):
         return False  # an assert: every value its condition read is known
     if not all(i.origins for i in read):
         return False
     return any(not _IN_SOURCE.fullmatch(o) for i in read for o in i.origins)
+
+
+def _evaluated(guard: Decision, read: tuple[Input, ...]) -> tuple[Input, ...]:
+    """The inputs of an and/or condition that Python evaluated: those of the operands up to
+    the one that decided it (`flag and backend == B.CUTLASS` with `flag` false reads `flag`
+    only). The parts are recorded in order, to the deciding one; an input found in none of
+    them (a condition that is no and/or) is kept."""
+    if not guard.parts:
+        return read
+    texts = [p.text for p in guard.parts]
+
+    def in_parts(i: Input) -> bool:
+        return any(re.search(rf"(?<![\w.]){re.escape(i.text)}(?!\w)", t) for t in texts)
+
+    return tuple(i for i in read if in_parts(i)) or read
 
 
 # an origin that is a place in the source (a value set by the code there), not a fact of the
