@@ -96,3 +96,105 @@ def test_a_parent_that_changes_its_own_prefix_first_is_not_read(tmp_path: Path) 
     paths, why = _paths(tmp_path, 'f"{prefix}.mlp"', before='prefix = prefix + ".inner"')
     assert paths == ()
     assert "fw.models:DecoderLayer hands fw.models:SparseMoeBlock no prefix" in why
+
+
+def _found(tmp_path: Path, models: str, entry: str, rules: dict[str, object] | None = None
+           ) -> tuple[tuple[str, ...], tuple[str, ...], str]:  # fmt: skip
+    files = {"models.py": models, "router.py": ROUTER}
+    engine = Engine(make_tree(tmp_path, files), Facts(sinks=SINKS))
+    model = resolve_entry(engine, entry)
+    router = resolve_entry(engine, "fw.router:TopKRouter")
+    assert isinstance(model, ClassVal) and isinstance(router, ClassVal)
+    site = find_block(engine, model, router, models=rules)
+    return (site.chain, *module_paths(engine, site, 0))
+
+
+BY_NAME = (
+    MODEL.replace("BLOCK_PREFIX", 'f"{prefix}.mlp"')
+    + """
+    REGISTRY = {"ForCausalLM": ForCausalLM}
+
+    def init_registered_model(config, *, prefix="", architectures=None):
+        return REGISTRY[architectures[0]](config, prefix=prefix)
+
+    class Wrapper:
+        def __init__(self, config, prefix=""):
+            self.language_model = init_registered_model(
+                config, prefix=maybe_prefix(prefix, "language_model"),
+                architectures=["ForCausalLM"])
+"""
+)
+
+
+def test_a_wrapper_that_builds_its_language_model_by_name_hands_on_its_prefix(
+    tmp_path: Path,
+) -> None:
+    """vLLM 0.34.0's Gemma 4 wrapper builds its language model through
+    init_vllm_registered_model(..., prefix=maybe_prefix(prefix, "language_model"),
+    architectures=[...]) (gemma4_mm.py), which hands `prefix` on to the constructor
+    (models/utils.py:691-711): with the rules' `inner_model.prefix` the path is read through
+    it; without it, the step is not read (the made-up path, with a note)."""
+    rule = {"lookup": {"in": "fw.models", "expr": "REGISTRY[architecture]"},
+            "inner_model": {"function": "fw.models:init_registered_model",
+                            "architectures": "architectures", "prefix": "prefix"}}  # fmt: skip
+    chain, paths, why = _found(tmp_path, BY_NAME, "fw.models:Wrapper", rule)
+    assert chain[:2] == ("fw.models:Wrapper", "fw.models:ForCausalLM")
+    assert why == ""
+    assert paths[1:] == ("language_model", "language_model.model", "language_model.model.layers.0",
+                         "language_model.model.layers.0.mlp")  # fmt: skip
+    inner: dict[str, object] = dict(rule["inner_model"])  # type: ignore[call-overload]
+    del inner["prefix"]
+    _, paths, why = _found(tmp_path, BY_NAME, "fw.models:Wrapper", {**rule, "inner_model": inner})
+    assert paths == () and "fw.models:Wrapper hands fw.models:ForCausalLM no prefix" in why
+
+
+DEEP = (
+    MODEL.replace("BLOCK_PREFIX", 'f"{prefix}.mlp"')
+    + """
+    class Experts:  # the layer that builds the router, one below the block
+        def __init__(self, config, prefix=""):
+            self.router = TopKRouter(config.top_k)
+
+    class Mixin:
+        def set_moe_parameters(self):  # named only in a type test the constructor calls
+            return [m for m in self.modules() if isinstance(m, DeepBlock)]
+
+    class DeepBlock:
+        def __init__(self, config, prefix=""):
+            self.experts = Experts(config, prefix=f"{prefix}.experts")
+
+    class DeepLayer:
+        def __init__(self, config, prefix=""):
+            self.mlp = DeepBlock(config, prefix=f"{prefix}.mlp")
+
+    class DeepModel:
+        def __init__(self, config, prefix=""):
+            def get_layer(prefix):
+                return DeepLayer(config, prefix=prefix)
+
+            self.layers = make_layers(config.n, get_layer, prefix=f"{prefix}.layers")
+
+    class DeepCausalLM:
+        def __init__(self, config, prefix=""):
+            self.model = DeepModel(config, prefix=maybe_prefix(prefix, "model"))
+
+    class DeepWrapper(Mixin):
+        def __init__(self, config, prefix=""):
+            self.lm = DeepCausalLM(config, prefix=maybe_prefix(prefix, "language_model"))
+            self.set_moe_parameters()
+"""
+)
+
+
+def test_a_chain_six_constructors_deep_is_followed_before_a_class_only_named(
+    tmp_path: Path,
+) -> None:
+    """vLLM 0.20.0's Qwen3.5/3.6 MoE wrapper: wrapper, causal LM, model, decoder layer, sparse
+    block, then the FusedMoE that builds the router, six constructors; the wrapper's mixin
+    names the block in an isinstance test. The search follows what constructors call that
+    deep before it reads the classes they only name (which gave wrapper -> block, and a
+    made-up path)."""
+    chain, paths, why = _found(tmp_path, DEEP, "fw.models:DeepWrapper")
+    assert chain == ("fw.models:DeepWrapper", "fw.models:DeepCausalLM", "fw.models:DeepModel",
+                     "fw.models:DeepLayer", "fw.models:DeepBlock", "fw.models:Experts")  # fmt: skip
+    assert why == "" and paths[-1] == "language_model.model.layers.0.mlp.experts"

@@ -4,8 +4,9 @@ own registry and constructors: no per-model tables."""
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from routescope.analysis.engine.base import Ctx
@@ -23,7 +24,7 @@ from routescope.analysis.engine.values import (
     describe,
 )
 from routescope.analysis.phases.generic import generic_backend, served_by_backend
-from routescope.analysis.phases.inner import inner_models
+from routescope.analysis.phases.inner import InnerCalls, inner_models
 from routescope.errors import RoutescopeError
 
 
@@ -34,6 +35,8 @@ class ModelSite:
     model_class: ClassVal
     block_class: ClassVal
     chain: tuple[str, ...]  # the constructor chain from the model class to the block
+    # the links of the chain built by name through the rules' inner-model function
+    inner: InnerCalls = field(default_factory=dict)
 
 
 def find_model_class(
@@ -249,7 +252,7 @@ def find_block(
     model: ClassVal,
     router: ClassVal,
     built_by: tuple[str, ...] = (),
-    max_depth: int = 5,
+    max_depth: int = 7,
     models: dict[str, Any] | None = None,
 ) -> ModelSite:
     """Breadth-first through constructor calls until a class whose __init__ builds the router:
@@ -259,19 +262,22 @@ def find_block(
     through the registry (`inner_model`)."""
     builders = _builders(engine, built_by)
     lookup = (models or {}).get("lookup")
+    calls: InnerCalls = {}
     inner = inner_models(
         engine,
         (models or {}).get("inner_model"),
         lambda arch: _looked_up(engine, lookup, arch)[0] if lookup else None,
         _static_values,
         init_bodies,
+        calls,
     )
     # the classes each constructor calls first (the chain is then the one that builds the
     # block); failing that, the classes it names too (a layer class handed to a base model)
     for called_only in (True, False):
         site = _search(engine, model, router, builders, max_depth, called_only, inner)
         if site is not None:
-            return site
+            links = set(itertools.pairwise(site.chain))
+            return replace(site, inner={k: v for k, v in calls.items() if k in links})
     name = router.qualname
     raise RoutescopeError(model.qualname, f"no class built by this model constructs {name}")
 

@@ -15,6 +15,7 @@ from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import ClassVal, Const, FunctionVal
 from routescope.analysis.phases.handed import assigned, builds, from_values, param_names
+from routescope.analysis.phases.inner import InnerCalls
 from routescope.analysis.phases.model import ModelSite, init_bodies
 from routescope.analysis.phases.trace import resolve_entry
 
@@ -32,7 +33,7 @@ def module_paths(engine: Engine, site: ModelSite, layer: int) -> tuple[tuple[str
         return (), f"{chain[0].qualname} takes no prefix"
     paths = [prefix]
     for parent, child in itertools.pairwise(chain):
-        step = _handed_prefix(engine, parent, child, paths[-1], layer)
+        step = _handed_prefix(engine, parent, child, paths[-1], layer, site.inner)
         if step is None:
             return (), f"{parent.qualname} hands {child.qualname} no prefix read from its own"
         paths.append(step)
@@ -50,7 +51,7 @@ def _root(model: ClassVal) -> str | None:
 
 
 def _handed_prefix(
-    engine: Engine, parent: ClassVal, child: ClassVal, prefix: str, layer: int
+    engine: Engine, parent: ClassVal, child: ClassVal, prefix: str, layer: int, inner: InnerCalls
 ) -> str | None:
     """The `prefix=` the parent's constructor builds `child` with, its own being `prefix`:
     written at one place, read from the parent's `prefix` and module-level names alone. Built
@@ -68,10 +69,14 @@ def _handed_prefix(
         ]
         if calls:
             break
+    keyword = "prefix"
+    if not calls and (parent.qualname, child.qualname) in inner:  # built by name, its path
+        call, body, module, keyword = inner[parent.qualname, child.qualname]  # handed on
+        calls = [(call, body, module)]
     if len(calls) != 1 or calls[0][2] is None:
         return None
     call, body, module = calls[0]
-    expr = _keyword(call, "prefix")
+    expr = _keyword(call, keyword)
     if expr is None or "prefix" in assigned(body):  # (its own, changed: not read here)
         return None
     factory = _factory(body, call)
