@@ -244,6 +244,7 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         "paths": [_path(p, decided, also) for p, also in reps],
         "undecided": list(undecided.values()),
         "incomplete": list(d.incomplete),
+        "weights": list(d.weights),
         "assumptions": [
             {"kind": a.kind, "name": a.name, "value": a.value, "source": a.source}
             for a in d.assumptions

@@ -357,6 +357,24 @@ def test_markdown_has_a_blockers_section() -> None:
     assert "`flashinfer/jit/trtllm_gen_metainfo.py:4 (flashinfer-python==0.7.2)`" in md
 
 
+def test_the_weights_caveat_is_said_on_the_terminal_and_in_the_markdown_summary() -> None:
+    """A selected path whose experts the release builds unquantized for a quantized
+    checkpoint: the terminal answer says it on a line of its own, leading with what is built;
+    the markdown summary after the dispatch status, before the kernel."""
+    doc = _doc("sm120")
+    doc["blockers"] = []
+    doc["dispatch"]["weights"] = ["the experts are built unquantized (UnquantizedFusedMoEMethod): "
+                                  "the quantization config ..."]  # fmt: skip
+    lines = [t.plain for t in summary(doc)]
+    assert any(line.startswith("weights: the experts are built unquantized") for line in lines)
+    md = render(doc)
+    at = [md.index(f"- **{head}:**") for head in ("Dispatch", "Weights", "Routing kernel")]
+    assert at == sorted(at)
+    doc["dispatch"]["weights"] = []
+    assert not any(t.plain.startswith("weights:") for t in summary(doc))
+    assert "- **Weights:**" not in render(doc)
+
+
 def test_report_schema_accepts_blockers() -> None:
     import json
 
@@ -389,6 +407,16 @@ def test_check_fails_on_a_blocker_unless_the_policy_allows_it(tmp_path: Path) ->
     found = {f.rule: f for f in evaluate_cell(load_policy(on), Cell("m", "sm120", clean), None,
                                               None)}  # fmt: skip
     assert found["no-blockers"].outcome.value == "pass"
+    assert found["selected-path"].details == ()
+    # the checkpoint's weights that do not fit the layers built: said beside the pass
+    unfit = copy.deepcopy(clean)
+    unfit["dispatch"]["weights"] = ["the experts are built unquantized (X)"]
+    found = {f.rule: f for f in evaluate_cell(load_policy(on), Cell("m", "sm120", unfit), None,
+                                              None)}  # fmt: skip
+    assert found["selected-path"].outcome.value == "pass"
+    assert found["selected-path"].details == (
+        "weights (said, not decided): the experts are built unquantized (X)",
+    )
     # a step that raises blocks whatever path follows it: the answer is not selected, and the
     # gate still says why (it said "the decode path is not decided")
     stopped = _doc("sm120")
@@ -1063,6 +1091,47 @@ def test_a_quantized_checkpoint_the_release_builds_unquantized_is_said() -> None
     assert served_unquantized(spec, "modelopt_fp4", Const(None)) is None
     assert served_unquantized(spec, None, Instance(None, {}, "quant_config")) is None
     assert served_unquantized(SimpleNamespace(quant=None), None, Const(None)) is None  # type: ignore[arg-type]
+
+
+def test_quantized_experts_the_release_builds_unquantized_are_said() -> None:
+    """vLLM 0.20.0 builds ModelOpt's MIXED_PRECISION config for NVIDIA's Qwen3.6 NVFP4
+    checkpoint, but its get_quant_method knows the per-layer algorithms FP8 and NVFP4 only
+    (modelopt.py:2188-2199): the experts' W4A16_NVFP4 gets None, and FusedMoE builds them with
+    UnquantizedFusedMoEMethod (fused_moe/layer.py:532-533). The report says so as its weights
+    caveat, leading with what is built; nothing is said for another method, --quant bf16, a
+    checkpoint that excludes its experts, or no quantization config at all (the sidecar note
+    says that)."""
+    from types import SimpleNamespace
+
+    from routescope.analysis.engine.values import ClassVal, Const, Instance
+    from routescope.analysis.phases.checkpoint import experts_unquantized_note
+    from routescope.intake.quant import QuantInfo
+
+    def method(name: str) -> Instance:
+        return Instance(ClassVal(f"vllm.model_executor.layers.fused_moe.layer:{name}", None, None))
+
+    plain = ("UnquantizedFusedMoEMethod",)
+    info = QuantInfo("mixed_precision", "modelopt", "MIXED_PRECISION", None, ("mtp*",),
+                     "config.json", "quantization_config")  # fmt: skip
+    spec: Any = SimpleNamespace(quant=info)
+    config = Instance(ClassVal("vllm.q:ModelOptMixedPrecisionConfig", None, None))
+    unquantized = method("UnquantizedFusedMoEMethod")
+    said = experts_unquantized_note(spec, None, config, unquantized, plain, False)
+    assert said is not None and said.startswith(
+        "the experts are built unquantized (UnquantizedFusedMoEMethod): the quantization "
+        "config this release builds for the checkpoint's mixed_precision (config.json) "
+        "(ModelOptMixedPrecisionConfig) gives them no method of its own"
+    )
+    guessed = experts_unquantized_note(spec, None, config, unquantized, plain, True)
+    assert guessed is not None and guessed.endswith("is routescope's guess (see the note on it)")
+    fp4 = method("ModelOptNvFp4FusedMoE")
+    assert experts_unquantized_note(spec, None, config, fp4, plain, False) is None
+    assert experts_unquantized_note(spec, "bf16", config, unquantized, plain, False) is None
+    assert experts_unquantized_note(spec, None, Const(None), unquantized, plain, False) is None
+    kept = SimpleNamespace(quant=dataclasses.replace(info, excluded=("*mlp.experts*",)))
+    assert experts_unquantized_note(kept, None, config, unquantized, plain, False) is None  # type: ignore[arg-type]
+    bf16: Any = SimpleNamespace(quant=None)
+    assert experts_unquantized_note(bf16, None, config, unquantized, plain, False) is None
 
 
 def test_a_stop_says_its_message_with_the_values_it_was_made_with(tmp_path: Path) -> None:

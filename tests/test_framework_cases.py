@@ -78,6 +78,11 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
     assert named == case.get("blockers", []), blockers
     if "way_out" in case:
         assert blockers[0]["way_out"]["flags"] == case["way_out"], blockers[0]["way_out"]
+    # what the checkpoint's weights do not fit: none unless the case says (read in the source)
+    weights = dispatch.get("weights", [])
+    assert (
+        (bool(weights) and case["weights"] in weights[0]) if "weights" in case else not weights
+    ), weights
     if "experts" in case:
         every = {h["name"] for h in path["experts"] if h["ways"] == "every"}
         assert set(case["experts"]) <= every, path["experts"]

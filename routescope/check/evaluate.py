@@ -65,9 +65,14 @@ def evaluate_cell(
     entry = entry_from_report(cell.model, cell.gpu, cell.report)
     out: list[Finding] = []
     if dispatch["status"] == "selected":
+        caveats = tuple(f"weights (said, not decided): {w}" for w in dispatch.get("weights", []))
         out.append(
             finding(
-                "selected-path", Outcome.PASS, f"path selected: {_path_text(entry)}", frames=frames
+                "selected-path",
+                Outcome.PASS,
+                f"path selected: {_path_text(entry)}",
+                caveats,
+                frames=frames,
             )
         )
     else:

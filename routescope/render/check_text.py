@@ -1,4 +1,5 @@
-"""`routescope check` on the terminal: one line per model x GPU x rule, details under failures."""
+"""`routescope check` on the terminal: one line per model x GPU x rule, details under failures
+(and under a selected path, its caveats)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def render(result: CheckResult) -> str:
     out = [f"routescope check: {shown_path(p.path)} ({deployment_label(p)})"]
     for f in result.findings:
         out.append(f"{_MARK[f.outcome]} {model_label(f.model)} {f.gpu} {f.rule}: {f.message}")
-        if f.outcome is not Outcome.PASS:
+        if f.outcome is not Outcome.PASS or f.rule == "selected-path":  # (a pass's: caveats)
             out += [f"       {line}" for line in f.details]
     out += [f"note: {n}" for n in result.notes]
     if result.lock_written:

@@ -62,6 +62,8 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             way = (b.get("way_out") or {}).get("flags")
             out.append(f"- **Blocked:** {cell(b['what'])}"
                        + (f"; way out: {code(' '.join(way))}" if way else ""))  # fmt: skip
+        for text in disp.get("weights", []):  # said, not decided: loading is not traced
+            out.append(f"- **Weights:** {cell(text)}")
         if disp["block_class"]:
             out.append(f"- **Router built by:** {code(disp['block_class'])}")
         changed = server_args_set(disp)

@@ -102,6 +102,8 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
                         style="yellow"))  # fmt: skip
     if status != "blocked":
         out.extend(_blockers(doc.get("blockers") or [], width))
+    for text in disp.get("weights", [])[:1]:  # (not decided: loading is not traced)
+        out.append(Text(_cut(f"weights: {text}", 2 * width), style="yellow"))
     if verdict:
         out.extend(_verdict(verdict, width))
     return [*out[: SUMMARY_LINES - 1], Text("details: --explain", style="dim")]

@@ -299,3 +299,22 @@ def test_with_the_timings_on_each_workers_cells_show_their_phases(tmp_path: Path
         label = lines[at + 1].strip().rsplit(" ", 1)[0].strip()  # nested under its worker
         head, _, tail = label.partition("…")
         assert f"{cell} on sm120".startswith(head) and f"{cell} on sm120".endswith(tail)
+
+
+def test_a_selected_path_says_the_weights_that_do_not_fit_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NVIDIA's Qwen3.6 NVFP4 on vLLM 0.20.0: the path is selected, and its experts are built
+    unquantized (the release's MIXED_PRECISION config has no method for W4A16_NVFP4): the
+    check passes the path and says the caveat under it, as inspect does."""
+    model = str(CONFIGS.parent / "checkpoints" / "nvidia--Qwen3.6-35B-A3B-NVFP4")
+    path = write_policy(tmp_path, policy_text([model], "vllm==0.20.0", ["sm120"]))
+    code, out, _ = run(["check", "--policy", str(path), "--update-lock"], capsys)
+    assert code == ExitCode.OK, out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if " selected-path: path selected: " in line)
+    assert lines[at].startswith("ok   nvidia--Qwen3.6-35B-A3B-NVFP4 sm120 selected-path")
+    assert lines[at + 1].startswith(
+        "       weights (said, not decided): the experts are built unquantized "
+        "(UnquantizedFusedMoEMethod)"
+    )

@@ -7,6 +7,7 @@ from typing import Any
 
 from routescope.analysis.engine.containers import str_dict
 from routescope.analysis.engine.facts import Checkpoint
+from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
     External,
@@ -16,6 +17,7 @@ from routescope.analysis.engine.values import (
     Value,
 )
 from routescope.analysis.library import heterogeneous
+from routescope.analysis.phases.block import holding
 from routescope.intake.build import read_through
 from routescope.intake.quant import HF_QUANT_CONFIG
 from routescope.intake.spec import RoutingSpec
@@ -139,3 +141,65 @@ def served_unquantized(spec: RoutingSpec, asked: str | None, quant_config: Value
             "builds the MoE block with no quantization config: its layers are unquantized, "
             "which the checkpoint's quantized weights are not laid out for (weight loading is "
             "not traced); --quant names the method the release should use")  # fmt: skip
+
+
+def experts_unquantized(
+    spec: RoutingSpec,
+    asked: str | None,
+    quant_config: Value,
+    built: list[tuple[PathState, Value, Value]],
+    unquantized: tuple[str, ...],
+    path_guessed: bool,
+) -> list[str]:
+    """The note of `experts_unquantized_note` where every way through the build made the
+    experts so (a way that quantized them, the configuration undecided between them, says
+    nothing: unknown, not wrong); none, or one."""
+    said: list[str | None] = []
+    for st, block, _ in built:
+        notes = [experts_unquantized_note(spec, asked, quant_config,
+                                          st.fields(module)["quant_method"], unquantized,
+                                          path_guessed)
+                 for module in holding(st, block, "quant_method")]  # fmt: skip
+        said.append(next((n for n in notes if n), None))
+    return [said[0]] if said and said[0] and all(said) else []
+
+
+def experts_unquantized_note(
+    spec: RoutingSpec,
+    asked: str | None,
+    quant_config: Value,
+    method: Value | None,
+    unquantized: tuple[str, ...],
+    path_guessed: bool,
+) -> str | None:
+    """A note where the checkpoint declares its experts quantized, the release built a
+    quantization config, and that config gave the experts layer no method of its own: its
+    `method` is one of the classes the rules name as the unquantized experts' (a
+    mixed-precision config that knows fewer per-layer algorithms than the checkpoint names,
+    and returns None for the experts' one). The checkpoint's expert weights are not laid out
+    for those layers; loading is not traced, so this is said, not decided. None where --quant
+    bf16 asked for it, the checkpoint excludes its experts, or no config was built
+    (served_unquantized says that)."""
+    declared = spec.quant
+    if declared is None or asked == "bf16" or not isinstance(method, Instance):
+        return None
+    if method.cls is None or method.cls.qualname.rpartition(":")[2] not in unquantized:
+        return None
+    if isinstance(quant_config, Const) and quant_config.value is None:
+        return None
+    if any("expert" in str(e).lower() for e in declared.excluded):
+        return None  # (which experts it leaves unquantized is the file's to say)
+    made_by = (
+        f" ({quant_config.cls.qualname.rpartition(':')[2]})"
+        if isinstance(quant_config, Instance) and quant_config.cls is not None
+        else ""
+    )
+    guess = ("; the module path the config looked them up by is routescope's guess (see the "
+             "note on it)" if path_guessed else "")  # fmt: skip
+    return (
+        f"the experts are built unquantized ({method.cls.qualname.rpartition(':')[2]}): the "
+        f"quantization config this release builds for the checkpoint's {declared.scheme} "
+        f"({declared.file}){made_by} gives them no method of its own, and the checkpoint's "
+        f"quantized expert weights are not laid out for them (weight loading is not "
+        f"traced){guess}"
+    )

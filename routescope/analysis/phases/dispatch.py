@@ -33,6 +33,7 @@ from routescope.analysis.phases.block import (
 from routescope.analysis.phases.checkpoint import (
     checkpoint_of,
     config_instance,
+    experts_unquantized,
     served_config,
     served_through,
     served_unquantized,
@@ -96,6 +97,8 @@ class Dispatch:
     # every server argument the resolution left a known value, as Python holds it: what a
     # way past a stop may change, and from what
     arguments: tuple[tuple[str, object], ...] = ()
+    # the checkpoint's weights do not fit the layers built (quantized experts built unquantized)
+    weights: tuple[str, ...] = ()
 
 
 def _hidden_states(spec: RoutingSpec, config: Instance) -> Tensor:
@@ -222,7 +225,8 @@ def trace_dispatch(
         several = Unknown(f"{text} has several values", kind=UnknownKind.JOINED)
         values[name] = got[0][1] if len(got) == 1 else several
     said = served_unquantized(spec, dep.quant, values.get("quant_config", quant_config))
-    notes.extend([said] if said else [])
+    for text in [said] if said else []:
+        notes.weights_unfit(text)
     facts.bindings["model_class"] = model_cls
     facts.bindings["architecture"] = Const(arch, ("config.json architectures[0]",))
     facts.bindings["quant_config"] = quant_config
@@ -247,6 +251,9 @@ def trace_dispatch(
             engine, rules, library, {**values, "config": served}, notes, gate
         )
     built = after_loading(engine, rules.data["models"].get("after_loading"), built)
+    plain = tuple(rules.data["models"].get("unquantized_experts", ()))
+    for text in experts_unquantized(spec, dep.quant, quant_config, built, plain, not built_at):
+        notes.weights_unfit(text)
     paths: list[TracedPath] = []
     router_states: list[RouterState] = []
     done: list[tuple[PathState, Reads, tuple[Value, ...], list[TracedPath]]] = []
@@ -323,6 +330,7 @@ def trace_dispatch(
         tuple({(d.file, d.line, d.text): d for d in choosing}.values()),
         explicit_stops(engine),
         known_arguments(server_args),
+        tuple(notes.weights),
     )
 
 
