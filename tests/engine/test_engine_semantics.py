@@ -910,3 +910,32 @@ def route(x):
     return torch.topk(x, 2)
 """
     assert _kinds(tmp_path, body) == ["cuda_kernel", "torch"]
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        "torch.empty((4, *shape))",  # vLLM 0.29.0 marlin_utils_fp4.py:323-327
+        "torch.empty([4, *shape])",
+        "torch.empty(4, *shape)",
+    ],
+)
+def test_a_size_with_a_starred_part_of_unknown_length_has_no_known_rank(
+    tmp_path: Path, made: str
+) -> None:
+    """`torch.empty((num_experts, *marlin_qweight.shape))` with the repacked weight's shape
+    unknown: the starred part may be any number of sizes, so the tensor's rank is not known
+    (it was read as one size: a 2-D tensor, and vLLM 0.29.0's Marlin experts asserting
+    `w1.dim() == 3` failed on every way). Python decides neither way: both are shown. With the
+    shape known, the rank is."""
+    body = f"""
+def route(x):
+    shape = topk_fast(x).shape
+    w = {made}
+    if w.dim() == 3:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel", "torch"]
+    known = body.replace("topk_fast(x).shape", "(8, 16)")
+    assert _kinds(tmp_path / "known", known) == ["cuda_kernel"]

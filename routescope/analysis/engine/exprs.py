@@ -37,6 +37,7 @@ from routescope.analysis.engine.operators import BINOPS
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensorcalls import broadcast
+from routescope.analysis.engine.tensors import STARRED_UNKNOWN, unknown_length
 from routescope.analysis.engine.values import (
     Const,
     EnumMember,
@@ -126,9 +127,10 @@ class ExprMixin(EngineBase):
                 if isinstance(n, ast.Starred):
                     for s2, v in self.ev(s, n.value):
                         seq = iteration(v, s2)  # *a_list, *a_set, *a_dict (its keys), ...
-                        why = "a starred argument of unknown contents"
                         more = (
-                            seq if seq is not None else [Unknown(why, kind=UnknownKind.UNSUPPORTED)]
+                            seq
+                            if seq is not None
+                            else [Unknown(STARRED_UNKNOWN, v.origins, kind=UnknownKind.UNSUPPORTED)]
                         )
                         nxt.append((s2, [*vals, *more]))
                     continue
@@ -179,15 +181,20 @@ class ExprMixin(EngineBase):
                 out.append((s2, v))
         return out
 
+    # A display with a starred part of unknown contents (`(n, *t.shape)` where the shape is not
+    # known) has unknown length: not one item per part (a 2-D shape made of a 3-D one)
     def ev_Tuple(self, st: PathState, node: ast.Tuple) -> Paths:
-        return [(s, new_tuple(vals)) for s, vals in self.ev_seq(st, list(node.elts))]
+        return [(s, new_tuple(vals) if (why := _starred(vals)) is None else why)
+                for s, vals in self.ev_seq(st, list(node.elts))]  # fmt: skip
 
     def ev_List(self, st: PathState, node: ast.List) -> Paths:
         # a new list: append and friends change it on the path that made the change
-        return [(s, ListVal(vals)) for s, vals in self.ev_seq(st, list(node.elts))]
+        return [(s, ListVal(vals) if (why := _starred(vals)) is None else ListVal(None, why))
+                for s, vals in self.ev_seq(st, list(node.elts))]  # fmt: skip
 
     def ev_Set(self, st: PathState, node: ast.Set) -> Paths:
-        return [(s, new_set(vals)) for s, vals in self.ev_seq(st, list(node.elts))]
+        return [(s, new_set(vals) if (why := _starred(vals)) is None else SetVal(Entries({}, why)))
+                for s, vals in self.ev_seq(st, list(node.elts))]  # fmt: skip
 
     def ev_Dict(self, st: PathState, node: ast.Dict) -> Paths:
         """`{k: v, **more}`: items in order, later ones win (a key equal to an earlier one
@@ -384,3 +391,8 @@ def _formatted(node: ast.JoinedStr, vals: list[Value]) -> str | None:
         except (ValueError, TypeError, KeyError):
             return None
     return "".join(out)
+
+
+def _starred(vals: list[Value]) -> Unknown | None:
+    """The unknown a starred part of unknown contents left among a display's items, if any."""
+    return next((v for v in vals if isinstance(v, Unknown) and unknown_length(v)), None)

@@ -9,6 +9,7 @@ from routescope.analysis.engine.values import (
     Const,
     External,
     Tensor,
+    Unknown,
     Value,
 )
 
@@ -120,8 +121,8 @@ def made_tensor(
         dims = sizes
     elif name != "torch.full":
         dims = [a for a in args if not isinstance(a, Const) or isinstance(a.value, int)]
-        if len(dims) != len(args):
-            dims = None
+        if len(dims) != len(args) or any(_not_a_size(a) for a in args):
+            dims = None  # (a size sequence of unknown length is no one dimension)
     elif first is not None:
         dims = [first]
     dtype = kwargs.get("dtype")
@@ -213,3 +214,22 @@ def known_result(t: Tensor, name: str, args: list[Value]) -> Value | None:
     if name == "element_size" and not args:
         return element_size(t)
     return stride_of(t, args) if name == "stride" else None
+
+
+# the reason of an unknown that stands for a starred part of unknown contents (`*t.shape`), or
+# a display made with one (`(n, *t.shape)`): a sequence of unknown length, not one item
+STARRED_UNKNOWN = "a starred part of unknown contents"
+
+
+def unknown_length(v: Value) -> bool:
+    """Is `v` a sequence of unknown length (a starred part of unknown contents, or a display
+    made with one)?"""
+    return isinstance(v, Unknown) and v.reason == STARRED_UNKNOWN
+
+
+def _not_a_size(v: Value) -> bool:
+    """A factory's argument that is no one size: a sequence of sizes whose items are not
+    known (`torch.empty([4, *shape])`), or of unknown length."""
+    from routescope.analysis.engine.containers import ListVal, TupleVal
+
+    return unknown_length(v) or isinstance(v, (ListVal, TupleVal))
