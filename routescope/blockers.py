@@ -277,7 +277,8 @@ def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
         word = {True: "true", False: "false"}[guard["value"]]
         after = f"`{guard['condition']}` is {word}"
         why += f", after {after}"
-        evidence.insert(0, f"{guard['file']}:{guard['line']}: {guard['condition']} -> {word}")
+        evidence[:0] = [f"{guard['file']}:{guard['line']}: {guard['condition']} -> {word}",
+                        *_deployment_inputs(guard)]  # fmt: skip
     return {
         "kind": KIND_RAISES,
         "what": f"{framework} stops in {stop['step']}: {said}",
@@ -290,6 +291,24 @@ def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
         "after": after,
         "way_out": None,
     }
+
+
+# an origin that is a place in the source (a value the code set there), not a fact of the
+# deployment (the GPU profile, config.json, a flag, an environment variable's default)
+_IN_SOURCE = re.compile(r"[\w./-]+\.py:\d+")
+
+
+def _deployment_inputs(guard: dict[str, Any], most: int = 3) -> list[str]:
+    """What the guard before a stop read that the deployment decided: each known value with
+    the facts it came from (`self.allow_flashinfer = False, from env
+    VLLM_USE_FLASHINFER_MOE_FP4 unset: default at vllm/envs.py:1214`)."""
+    out: list[str] = []
+    for i in guard.get("inputs", []):
+        facts = [o for o in i.get("origins", []) if not _IN_SOURCE.fullmatch(o)]
+        if facts and i.get("kind") in ("constant", "enum"):
+            out.append(f"{guard['file']}:{guard['line']}: {i['expr']} = {i['repr']}, from "
+                       + "; ".join(facts[:5]))  # fmt: skip
+    return out[:most]
 
 
 def report_blockers(

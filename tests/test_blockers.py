@@ -784,6 +784,10 @@ def bare(n):
     assert b["why"] == ("every way through converting at TP8 fails the assert at fw/load.py:10, "
                         "after `layer.w2_weight_scale.shape[2] % 16 == 0` is false")  # fmt: skip
     assert b["evidence"][-1].startswith("fw/load.py:10: assert fails: AssertionError: Expected")
+    # what the deployment decided in it, with the facts each value came from
+    assert b["evidence"][1] == ("fw/load.py:10: layer.w2_weight_scale.shape = (128, 2048, 6), "
+                                "from config.json: num_experts; config.json: hidden; "
+                                "config.json: moe_intermediate_size; --tp")  # fmt: skip
 
 
 def test_an_assert_on_a_flag_an_environment_default_made_stops(tmp_path: Path) -> None:
@@ -847,6 +851,9 @@ def run(supported):
             (flag,) = [i for i in stop.guard.inputs if i.text == "self.allow"]
             assert flag.data == ("constant", False)
             assert flag.origins == ("env USE_FI_FP4 unset: default at fw/method.py:10",)
+            b = stop_blocker(report.stop_dict(stop), "fw 1.0")
+            assert b["evidence"][1] == ("fw/method.py:20: self.allow = False, from env USE_FI_FP4 "
+                                        "unset: default at fw/method.py:10")  # fmt: skip
 
 
 def test_a_way_past_a_stop_sets_the_environment_variable_a_guard_read() -> None:
