@@ -148,40 +148,28 @@ def test_a_wrapper_that_builds_its_language_model_by_name_hands_on_its_prefix(
     assert paths == () and "fw.models:Wrapper hands fw.models:ForCausalLM no prefix" in why
 
 
+# the router one constructor further down (the block builds the experts layer, which builds it),
+# and the wrapper's mixin naming the block in an isinstance test its constructor calls
 DEEP = (
     MODEL.replace("BLOCK_PREFIX", 'f"{prefix}.mlp"')
+    .replace(
+        "self.router = TopKRouter(config.top_k)",
+        'self.experts = Experts(config, prefix=f"{prefix}.experts")',
+    )
+    .replace("class ForConditionalGeneration:", "class ForConditionalGeneration(Mixin):")
+    .replace(
+        'self.language_model = ForCausalLM(config, prefix=maybe_prefix(prefix, "language_model"))',
+        'self.language_model = ForCausalLM(config, prefix=maybe_prefix(prefix, "language_model"))'
+        "\n            self.set_moe_parameters()",
+    )
     + """
-    class Experts:  # the layer that builds the router, one below the block
+    class Experts:
         def __init__(self, config, prefix=""):
             self.router = TopKRouter(config.top_k)
 
     class Mixin:
-        def set_moe_parameters(self):  # named only in a type test the constructor calls
-            return [m for m in self.modules() if isinstance(m, DeepBlock)]
-
-    class DeepBlock:
-        def __init__(self, config, prefix=""):
-            self.experts = Experts(config, prefix=f"{prefix}.experts")
-
-    class DeepLayer:
-        def __init__(self, config, prefix=""):
-            self.mlp = DeepBlock(config, prefix=f"{prefix}.mlp")
-
-    class DeepModel:
-        def __init__(self, config, prefix=""):
-            def get_layer(prefix):
-                return DeepLayer(config, prefix=prefix)
-
-            self.layers = make_layers(config.n, get_layer, prefix=f"{prefix}.layers")
-
-    class DeepCausalLM:
-        def __init__(self, config, prefix=""):
-            self.model = DeepModel(config, prefix=maybe_prefix(prefix, "model"))
-
-    class DeepWrapper(Mixin):
-        def __init__(self, config, prefix=""):
-            self.lm = DeepCausalLM(config, prefix=maybe_prefix(prefix, "language_model"))
-            self.set_moe_parameters()
+        def set_moe_parameters(self):
+            return [m for m in self.modules() if isinstance(m, SparseMoeBlock)]
 """
 )
 
@@ -194,7 +182,8 @@ def test_a_chain_six_constructors_deep_is_followed_before_a_class_only_named(
     names the block in an isinstance test. The search follows what constructors call that
     deep before it reads the classes they only name (which gave wrapper -> block, and a
     made-up path)."""
-    chain, paths, why = _found(tmp_path, DEEP, "fw.models:DeepWrapper")
-    assert chain == ("fw.models:DeepWrapper", "fw.models:DeepCausalLM", "fw.models:DeepModel",
-                     "fw.models:DeepLayer", "fw.models:DeepBlock", "fw.models:Experts")  # fmt: skip
+    chain, paths, why = _found(tmp_path, DEEP, "fw.models:ForConditionalGeneration")
+    assert chain == ("fw.models:ForConditionalGeneration", "fw.models:ForCausalLM",
+                     "fw.models:Model", "fw.models:DecoderLayer", "fw.models:SparseMoeBlock",
+                     "fw.models:Experts")  # fmt: skip
     assert why == "" and paths[-1] == "language_model.model.layers.0.mlp.experts"
