@@ -2,6 +2,8 @@
 GPUs: the status and the routing kernel(s) of each trace, one line each, and a count by status.
 A status ending in "+" has blockers beyond the path (a kernel the GPU has no build of, from the
 provider's own declaration): "selected+" is a path every run takes that does not run there.
+"[weights]" marks a report whose weights caveat is set (the checkpoint's quantized experts are
+built unquantized).
 
 Usage: python benchmarks/checkpoint_matrix.py FRAMEWORK==VERSION [--gpus sm100,sm90,sm120]
        [--tp 8] [--only NAME ...] [--configs]
@@ -65,6 +67,8 @@ def main() -> int:
                 if past:  # a kernel the GPU cannot run, found past the path (not a stop)
                     status += "+"
                     shown += f"  [{len(past)} blocker(s)]"
+                if d.get("weights"):  # the checkpoint's weights do not fit the layers built
+                    shown += "  [weights]"
             except RoutescopeError as exc:
                 status, shown = "refused", str(exc)[:160]
             counts[status] += 1
