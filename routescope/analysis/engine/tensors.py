@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from routescope.analysis.engine.containers import ListVal, TupleVal
 from routescope.analysis.engine.values import (
     AtLeast,
     Const,
@@ -230,6 +231,4 @@ def unknown_length(v: Value) -> bool:
 def _not_a_size(v: Value) -> bool:
     """A factory's argument that is no one size: a sequence of sizes whose items are not
     known (`torch.empty([4, *shape])`), or of unknown length."""
-    from routescope.analysis.engine.containers import ListVal, TupleVal
-
     return unknown_length(v) or isinstance(v, (ListVal, TupleVal))
