@@ -74,3 +74,31 @@ def test_a_view_cached_before_sub_configs_were_recorded_is_built_again(
     again = class_view(raw, "")
     assert not isinstance(again, str) and again.sub_configs == first.sub_configs
     assert "sub_configs" in json.loads(entry.read_text())
+
+
+def test_a_class_attribute_is_read_through_the_view_and_an_entry_without_them_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`getattr(config, "base_model_tp_plan", None)` reads Dots1Config's class attribute (SGLang
+    0.5.23's Transformers backend plans its tensor parallelism from it, transformers.py:691):
+    the view holds the class's plain attributes, and the checkpoint's config object has them,
+    below the instance's values; a cache entry written before they were recorded is rebuilt."""
+    from routescope.intake.transformers_view import class_view
+
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
+    raw = json.loads((EXAMPLES / "rednote-hilab--dots.llm1.base.json").read_text())
+    first = class_view(raw, "")
+    assert not isinstance(first, str)
+    plan = first.class_values["base_model_tp_plan"]
+    assert plan["layers.*.mlp.gate_proj"] == "colwise"
+    assert "model_type" not in first.class_values  # the instance's, in values
+    assert not any(name.startswith("__") for name in first.class_values)
+    (entry,) = tmp_path.glob("intake/transformers-*/*.json")
+    old = json.loads(entry.read_text())
+    del old["class_values"]
+    entry.write_text(json.dumps(old))
+    again = class_view(raw, "")
+    assert not isinstance(again, str) and again.class_values == first.class_values
+    spec = load_spec(str(EXAMPLES / "rednote-hilab--dots.llm1.base.json"), offline=True)
+    assert spec.config_view["base_model_tp_plan"] == plan
+    assert spec.config_view_origin["base_model_tp_plan"].key == "Dots1Config.base_model_tp_plan"

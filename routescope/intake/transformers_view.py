@@ -16,7 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
@@ -34,6 +34,9 @@ class ClassView:
     # attributes that hold a config object of their own (DBRX's ffn_config: DbrxFFNConfig),
     # which to_dict() writes as a dict: the framework reads them as attributes
     sub_configs: tuple[str, ...] = ()
+    # what the class itself holds and an attribute read falls back to (Dots1Config's
+    # base_model_tp_plan, attribute_map): plain class attributes along its MRO, not the instance's
+    class_values: dict[str, Any] = field(default_factory=dict)
 
 
 class SubConfig(dict):  # type: ignore[type-arg]
@@ -136,7 +139,27 @@ def _build_view(raw: dict[str, Any], routing_path: str, class_name: str | None) 
         "values": values,
         "aliases": aliases,
         "sub_configs": subs,
+        "class_values": _class_values(type(obj), values),
     }
+
+
+def _class_values(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """The plain data the class and its bases define (nearest first), that `getattr(config,
+    name)` reads when the instance has no such attribute: no methods, properties or other
+    descriptors, nothing the JSON cache cannot hold."""
+    out: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        for name, value in vars(klass).items():
+            if name.startswith("__") or name in values or name in out:
+                continue
+            if callable(value) or hasattr(value, "__get__") or not _jsonable(value):
+                continue
+            out[name] = value
+    return out
+
+
+# what an entry holds; one written before a key was recorded is built again, not read short
+_VIEW_KEYS = frozenset(("class_name", "values", "aliases", "sub_configs", "class_values"))
 
 
 def class_view(
@@ -156,11 +179,17 @@ def class_view(
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         data = None  # a missing or corrupt entry is rebuilt
-    if not isinstance(data, dict) or not ("error" in data or "sub_configs" in data):
-        data = _build(raw, routing_path, class_name)
-        atomic_write_text(path, json.dumps(data, sort_keys=True))
+    if not isinstance(data, dict) or not ("error" in data or data.keys() >= _VIEW_KEYS):
+        text = json.dumps(_build(raw, routing_path, class_name), sort_keys=True)
+        atomic_write_text(path, text)
+        data = json.loads(text)  # as a later read gets it (tuples as lists): no cold/warm split
     if "error" in data:
         return str(data["error"])
     return ClassView(
-        data["class_name"], version, data["values"], data["aliases"], tuple(data["sub_configs"])
+        data["class_name"],
+        version,
+        data["values"],
+        data["aliases"],
+        tuple(data["sub_configs"]),
+        data["class_values"],
     )
