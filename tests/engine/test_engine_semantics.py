@@ -939,3 +939,27 @@ def route(x):
     assert _kinds(tmp_path, body) == ["cuda_kernel", "torch"]
     known = body.replace("topk_fast(x).shape", "(8, 16)")
     assert _kinds(tmp_path / "known", known) == ["cuda_kernel"]
+
+
+def test_a_private_name_torch_module_does_not_define_is_absent(tmp_path: Path) -> None:
+    """vLLM 0.15.1 fp8.py:860: `getattr(layer, "_already_called_process_weights_after_loading",
+    False)` on the experts layer (an nn.Module through CustomOp). nn.Module's private
+    attributes are a known set (its __init__'s bookkeeping and its private methods): any other
+    private name not among the object's fields is absent, so getattr gives the default, as
+    Python does (it was unknown, and a way skipped building the experts' kernel). One of
+    nn.Module's own (`_forward_hooks`) is still not told."""
+    body = """
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.empty(4, 4)
+
+def route(x):
+    layer = Layer()
+    if getattr(layer, "_already_called_process_weights_after_loading", False):
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+    own = body.replace('"_already_called_process_weights_after_loading"', '"_forward_hooks"')
+    assert _kinds(tmp_path / "own", own) == ["cuda_kernel", "torch"]

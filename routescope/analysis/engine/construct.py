@@ -25,7 +25,7 @@ from routescope.analysis.engine.values import (
     Value,
 )
 from routescope.analysis.library import records, validators
-from routescope.analysis.library.records import MODULE_BASES
+from routescope.analysis.library.nn_module import MODULE_BASES
 
 
 class ConstructMixin(EngineBase):

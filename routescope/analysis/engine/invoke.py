@@ -48,8 +48,8 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.engine.withs import ContextManager
 from routescope.analysis.library.builtins import BoundConst, call_bound_const
 from routescope.analysis.library.modules import torch_module_call
+from routescope.analysis.library.nn_module import MODULE_BASES
 from routescope.analysis.library.paths import path_method
-from routescope.analysis.library.records import MODULE_BASES
 
 # how deep one function may recurse on a path: a walk over nested configuration (a dict of
 # defaults three levels deep) recurses as deep as its data; past this, the budget stops it

@@ -46,7 +46,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
-from routescope.analysis.library import heterogeneous, records
+from routescope.analysis.library import heterogeneous, nn_module, records
 from routescope.analysis.library.builtins import (
     builtin_names,
     const_attribute,
@@ -61,7 +61,7 @@ _BUILTINS = (
 )
 
 
-MODULE_BASES = records.MODULE_BASES
+MODULE_BASES = nn_module.MODULE_BASES
 
 
 # torch's base of a function with its own forward and backward (Function.apply runs forward)

@@ -36,7 +36,7 @@ from routescope.analysis.library.modules import (
     PLAIN_BASES,
     torch_module,
 )
-from routescope.analysis.library.records import MODULE_BASES
+from routescope.analysis.library.nn_module import MODULE_BASES
 
 _NN_BASES = MODULE_BASES | PARAMETER_CLASSES
 

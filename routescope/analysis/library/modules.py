@@ -27,7 +27,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
-from routescope.analysis.library.records import MODULE_BASES
+from routescope.analysis.library.nn_module import MODULE_BASES
 
 TREE_METHODS = frozenset(
     {"named_children", "children", "named_parameters", "parameters", "named_modules", "modules"}

@@ -33,6 +33,7 @@ from routescope.analysis.engine.values import (
     Value,
     raises,
 )
+from routescope.analysis.library.nn_module import MODULE_ATTRS, MODULE_BASES, MODULE_PRIVATE
 
 if TYPE_CHECKING:
     from routescope.analysis.engine.state import PathState
@@ -46,26 +47,6 @@ def is_struct(cls: ClassVal) -> bool:
     return any(b in STRUCT_BASES for b in cls.external_bases())
 
 
-# torch.nn.Module's own attributes (dir() of torch 2.x, plus `training` set by its __init__):
-# a module's other attributes are its fields (parameters, buffers and submodules included, as
-# register_* and setattr record them)
-# fmt: off
-MODULE_ATTRS = frozenset((
-    "T_destination", "add_module", "apply", "bfloat16", "buffers", "call_super_init",
-    "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr",
-    "float", "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule",
-    "half", "ipu", "load_state_dict", "modules", "mtia", "named_buffers", "named_children",
-    "named_modules", "named_parameters", "parameters", "register_backward_hook",
-    "register_buffer", "register_forward_hook", "register_forward_pre_hook",
-    "register_full_backward_hook", "register_full_backward_pre_hook",
-    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook",
-    "register_module", "register_parameter", "register_state_dict_post_hook",
-    "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule",
-    "share_memory", "state_dict", "to", "to_empty", "train", "training", "type", "xpu",
-    "zero_grad"
-))
-# fmt: on
-MODULE_BASES = {"torch.nn.Module", "nn.Module", "torch.nn.modules.module.Module"}
 # external bases whose attributes are known: none beyond dunders, or the listed ones
 _CLOSED = {
     "abc.ABC": frozenset(),
@@ -83,7 +64,7 @@ def closed_attributes(cls: ClassVal, name: str) -> bool:
     if name.startswith("__"):
         return False
     bases = cls.external_bases()
-    if name.startswith("_") and any(b in MODULE_BASES for b in bases):
+    if name in MODULE_PRIVATE and any(b in MODULE_BASES for b in bases):
         return False  # nn.Module's private bookkeeping (_parameters, _modules, ...)
     return all(b in _CLOSED and name not in _CLOSED[b] for b in bases)
 
