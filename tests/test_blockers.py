@@ -535,7 +535,7 @@ def test_a_step_that_raises_on_every_way_where_python_raises_is_a_blocker(
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
     from routescope.analysis.engine.values import Unknown
-    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.runphase import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
     from tests.engine.test_engine_synthetic import make_tree
@@ -611,7 +611,7 @@ def test_a_staged_block_that_reaches_a_raise_statement_on_every_way_stops(
     from routescope.analysis.engine.core import Engine
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
-    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.runphase import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
     from tests.engine.test_engine_synthetic import make_tree
@@ -666,7 +666,7 @@ def test_a_raise_after_a_probe_call_and_a_backend_enum_stops(tmp_path: Path) -> 
     from routescope.analysis.engine.core import Engine
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
-    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.runphase import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
     from tests.engine.test_engine_synthetic import make_tree
@@ -734,7 +734,7 @@ def test_an_assert_on_the_deployment_s_own_sizes_stops_a_staged_step(tmp_path: P
     from routescope.analysis.engine.core import Engine
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
-    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.runphase import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
     from tests.engine.test_engine_synthetic import make_tree
@@ -803,7 +803,7 @@ def test_an_assert_on_a_flag_an_environment_default_made_stops(tmp_path: Path) -
     from routescope.analysis.engine.core import Engine
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
-    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.runphase import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
     from tests.engine.test_engine_synthetic import make_tree
@@ -1155,7 +1155,7 @@ def test_a_stop_says_its_message_with_the_values_it_was_made_with(tmp_path: Path
     from routescope.analysis.engine.facts import Facts
     from routescope.analysis.engine.state import PathState
     from routescope.analysis.engine.values import Unknown
-    from routescope.analysis.phases.setup import run_phase
+    from routescope.analysis.phases.runphase import run_phase
     from routescope.analysis.phases.stops import explicit_stops
     from routescope.analysis.phases.trace import resolve_entry
     from tests.engine.test_engine_synthetic import make_tree
@@ -1235,3 +1235,50 @@ def forward(x, gated):
     )
     assert stop.message == "non-gated activations need the CUTLASS backend"
     assert stop.guard is not None and stop.guard.text == "not gated"
+
+
+def test_an_assert_on_a_key_config_json_lacks_stops_set_up_code(tmp_path: Path) -> None:
+    """vLLM 0.20.0 models/config.py:34-35: `is_v32 = hasattr(hf_config, "index_topk")` then
+    `assert is_v32` while the server configuration is made. For a config.json without the key
+    (and a config class without a default for it) hasattr is False because of the file: the
+    answer carries that origin, and the assert stops the deployment. Set-up code runs without
+    reading its guards' inputs; when every way raises it runs once more reading them, or the
+    stop could not be told from a gap of routescope's. With the key there it does not raise."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.engine.values import Instance
+    from routescope.analysis.phases.runphase import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+class DeepseekV32:
+    @classmethod
+    def verify_and_update_config(cls, hf_config):
+        is_v32 = hasattr(hf_config, "index_topk")
+        assert is_v32
+        return hf_config
+
+def create_engine_config(hf_config):
+    return DeepseekV32.verify_and_update_config(hf_config)
+"""
+    tree = make_tree(tmp_path, {"config.py": src})
+    for fields, stops in (({"n_group": Const(8)}, True), ({"index_topk": Const(2048)}, False)):
+        engine = Engine(tree, Facts())
+        fn = resolve_entry(engine, "fw.config:create_engine_config")
+        cfg = Instance(None, dict(fields), "config")  # the checkpoint's config object
+        run_phase(engine, 10_000, "server configuration",
+                  lambda e=engine, f=fn, c=cfg: e.call(PathState(envs=[{}]), f, [c], {}, None),
+                  record_inputs=False)  # fmt: skip
+        found = explicit_stops(engine)
+        assert bool(found) is stops, fields
+        assert bool(engine.fatal) is stops
+        if stops:
+            (stop,) = found
+            assert (stop.exception, stop.line) == ("AssertionError", 6)
+            assert stop.guard is not None
+            (flag,) = stop.guard.inputs
+            assert (flag.text, flag.data) == ("is_v32", ("constant", False))
+            assert flag.origins == ("config.json: no index_topk",)

@@ -60,7 +60,6 @@ _BUILTINS = (
     | {"__name__", "__import__"}
 )
 
-
 MODULE_BASES = nn_module.MODULE_BASES
 
 
@@ -84,9 +83,8 @@ class ObjectsMixin(EngineBase):
             return local if not isinstance(local, (LazyName, LazyModule)) else self.resolved(local)
         fn_closure = self._closure_env
         if fn_closure is not None:
-            # a variable of an enclosing function is its cell: read from that frame as it is
-            # now, even when assigned after this function was defined (a nested function that
-            # calls itself by the name the def statement then binds)
+            # a variable of an enclosing function is its cell: read from that frame as it is now,
+            # even when assigned after the def (a nested function calling itself by its name)
             frames = fn_closure.get(CLOSURE_FRAMES)
             for token in frames.value if isinstance(frames, Const) else ():
                 live = next((e for e in reversed(st.envs) if e.get(FRAME_KEY) is token), None)
@@ -210,7 +208,9 @@ class ObjectsMixin(EngineBase):
             if obj.label == "config" and obj.cls is None and name in ConfigMethod.NAMES:
                 return [(st, ConfigMethod(obj, name))]  # PretrainedConfig's own methods
             label = obj.label or (obj.cls.qualname if obj.cls else "object")
-            return [(st, Unknown(f"{label} has no attribute {name}", kind=UnknownKind.ABSENT))]
+            said = (f"config.json: no {name}",) if label == "config" and not obj.cls else ()
+            gone = Unknown(f"{label} has no attribute {name}", said, kind=UnknownKind.ABSENT)
+            return [(st, gone)]
         if isinstance(obj, ClassVal):
             found = self.class_lookup(st, obj, name)
             if isinstance(found, FunctionVal) and "classmethod" in found.decorators:

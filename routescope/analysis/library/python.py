@@ -77,8 +77,9 @@ def _getattr(
     out: Paths = []
     for s, v in eng.attribute(st, target, attr):
         missing = isinstance(v, Unknown) and v.kind is UnknownKind.ABSENT
-        if name == "hasattr":
-            out.append((s, Const(not missing) if missing or not isinstance(v, Unknown) else v))
+        if name == "hasattr":  # (an answer the config file gives says so: `hasattr(hf_config,
+            told = missing or not isinstance(v, Unknown)  # "index_topk")` False from it)
+            out.append((s, Const(not missing, v.origins if missing else ()) if told else v))
         else:
             out.append((s, args[2] if missing and len(args) > 2 else v))
     return out

@@ -27,7 +27,7 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.phases.handed import handed
 from routescope.analysis.phases.model import ModelSite, init_bodies
 from routescope.analysis.phases.notes import Notes
-from routescope.analysis.phases.setup import PHASE_STEPS, run_phase
+from routescope.analysis.phases.runphase import PHASE_STEPS, run_phase
 from routescope.analysis.phases.trace import resolve_entry
 
 

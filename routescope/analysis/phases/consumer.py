@@ -16,7 +16,7 @@ from routescope.analysis.engine.values import (
 from routescope.analysis.modules import module_name
 from routescope.analysis.phases.block import nearest, reached
 from routescope.analysis.phases.frameworks import FrameworkRules
-from routescope.analysis.phases.setup import PHASE_STEPS
+from routescope.analysis.phases.runphase import PHASE_STEPS
 from routescope.analysis.phases.trace import (
     TracedPath,
     resolve_entry,

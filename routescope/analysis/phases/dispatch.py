@@ -60,7 +60,8 @@ from routescope.analysis.phases.loader import (
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.ownconfig import own_config
-from routescope.analysis.phases.setup import PHASE_STEPS, server_arguments
+from routescope.analysis.phases.runphase import PHASE_STEPS
+from routescope.analysis.phases.setup import server_arguments
 from routescope.analysis.phases.stops import Stop, explicit_stops, known_arguments
 from routescope.analysis.phases.trace import TracedPath, first_class, trace_serving
 from routescope.errors import RoutescopeError

@@ -28,7 +28,7 @@ from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.generic import library_source
 from routescope.analysis.phases.model import ModelSite, _listed, _looked_up
 from routescope.analysis.phases.notes import Notes
-from routescope.analysis.phases.setup import PHASE_STEPS, raised_text, run_phase
+from routescope.analysis.phases.runphase import PHASE_STEPS, raised_text, run_phase
 from routescope.analysis.phases.trace import resolve_entry
 from routescope.errors import RoutescopeError
 

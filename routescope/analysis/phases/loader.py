@@ -25,7 +25,8 @@ from routescope.analysis.phases.block import init_kwargs
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.model import ModelSite
 from routescope.analysis.phases.notes import Notes
-from routescope.analysis.phases.setup import PHASE_STEPS, run_phase, settle
+from routescope.analysis.phases.runphase import PHASE_STEPS, run_phase
+from routescope.analysis.phases.setup import settle
 from routescope.analysis.phases.trace import resolve_entry
 
 

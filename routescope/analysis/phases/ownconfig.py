@@ -34,7 +34,7 @@ from routescope.analysis.engine.values import (
 )
 from routescope.analysis.phases.checkpoint import config_value
 from routescope.analysis.phases.frameworks import FrameworkRules
-from routescope.analysis.phases.setup import PHASE_STEPS
+from routescope.analysis.phases.runphase import PHASE_STEPS
 from routescope.analysis.phases.trace import resolve_entry
 from routescope.intake.aliases import ALIASES
 from routescope.timing import phase

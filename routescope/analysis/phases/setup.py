@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.join import JOIN_DEPTH, join_fields, join_values
 from routescope.analysis.engine.joinscope import joining
@@ -24,10 +23,9 @@ from routescope.analysis.phases.declared import Declared, declared_choices
 from routescope.analysis.phases.deployment import Deployment
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.notes import Notes
-from routescope.analysis.phases.stops import raised_by_statement
+from routescope.analysis.phases.runphase import PHASE_STEPS, run_phase
 from routescope.analysis.phases.trace import resolve_entry
 from routescope.errors import RoutescopeError
-from routescope.timing import phase
 
 
 def server_arguments(
@@ -281,60 +279,6 @@ def _install_step(engine: Engine, rules: FrameworkRules, entry: Any) -> tuple[st
     return None
 
 
-# Each phase gets its own share of evaluation steps (about 300k a second here): one that needs
-# more ends Unknown, deterministically, and the next phase starts with its own allowance.
-PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 1_000_000, "trace": 250_000,
-               # experts: what they launch past a router that routes, ways joined early (GLM-5-
-               # NVFP4 on 0.5.23 5k, bf16 on the Triton path 50k); after_loading: the weights'
-               # conversion, expert by expert (NVFP4 for Marlin: 1.15M a way for 128, 2.3M for 256)
-               "experts": 100_000, "after_loading": 4_000_000}  # fmt: skip
-
-
-def run_phase(
-    engine: Engine,
-    steps: int,
-    what: str,
-    run: Any,
-    record_inputs: bool = False,
-    merge_at: int = 24,
-    as_served: bool = True,
-    raise_stops: bool = False,
-) -> list[tuple[PathState, Value]]:
-    """One set-up step under its own budget (one timed phase). Every way raising: it did not
-    finish if `as_served`, or at the framework's `raise` statements (`raise_stops`); else a step
-    routescope stages lacks what the model sets up. Then it runs again past what raises."""
-    engine.budget.push(steps, f"{what} exceeded its budget of {steps:,} evaluation steps")
-    engine.record_inputs = record_inputs
-    engine.budget.merge_at = merge_at
-    try:
-        with phase(what):
-            result: list[tuple[PathState, Value]] = run()
-        if result and all(s.raising is not None for s, _ in result):
-            engine.raises.extend((what, s) for s, _ in result)
-            said = raised_text(result[0][0])
-            if as_served or all(raise_stops and raised_by_statement(engine, s) for s, _ in result):
-                engine.fatal.append(f"{what} did not finish: {said}")
-                engine.stops.append((what, result[0][0]))
-            else:
-                engine.staged.append(f"{what} on its own: {said} (what the model sets up around "
-                                     "it is missing; traced on past it)")  # fmt: skip
-            engine.tolerant = True  # again, going on past what raises, to show what follows
-            try:
-                with phase(f"{what}, again past what raises"):
-                    result = run()
-            finally:
-                engine.tolerant = False
-        return _serving(engine, what, result)
-    except BudgetExceeded as exc:
-        st = PathState(envs=[{}])
-        st.stopped = str(exc)
-        return [(st, Unknown(str(exc), kind=UnknownKind.BUDGET))]
-    finally:
-        engine.budget.pop()
-        engine.record_inputs = True
-        engine.budget.merge_at = 24
-
-
 def _quant_method(quant: str | None, sa_rules: dict[str, Any], d: Declared | None) -> str | None:
     """The framework's own quantization method for --quant: one of the names its argument
     declares, or an alias the rules give (nvfp4 -> modelopt_fp4); None for bf16 or no --quant
@@ -350,30 +294,6 @@ def _quant_method(quant: str | None, sa_rules: dict[str, Any], d: Declared | Non
             f"this release accepts bf16, {d.shown()} (declared at {d.where}); aliases: {known}",
         )
     return method
-
-
-def raised_text(st: PathState) -> str:
-    """'every way through raises E at file:line in fn' for a path that raised."""
-    at = st.raised_at
-    where = f" at {at[0]}:{at[1]} in {at[2]}" if at else ""
-    return f"every way through raises {describe(st.raising)}{where}"  # type: ignore[arg-type]
-
-
-def _serving(engine: Engine, what: str,
-             result: list[tuple[PathState, Value]]) -> list[tuple[PathState, Value]]:  # fmt: skip
-    """The ways through a set-up step on which the server goes on: a way that raises is a way
-    on which it does not start, noted (engine.raises) and left out while another way goes
-    on; when every way raises, the step did not finish."""
-    raised = [(s, v) for s, v in result if s.raising is not None]
-    if not raised:
-        return result
-    engine.raises.extend((what, s) for s, _ in raised)
-    if len(raised) < len(result):
-        return [(s, v) for s, v in result if s.raising is None]
-    for s, _ in raised:
-        where = ":".join(str(x) for x in s.raised_at[:2]) if s.raised_at else "an unknown line"
-        s.stopped = f"{what} raises {describe(s.raising)} at {where}"  # type: ignore[arg-type]
-    return result
 
 
 def settle(inst: Instance, states: list[PathState], notes: list[str], step: str) -> Instance:
