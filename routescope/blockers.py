@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from routescope.errors import RoutescopeError
+from routescope.origins import in_source
 from routescope.rules import load_rule_file, rule_files
 
 KIND_UNSUPPORTED_GPU = "unsupported_gpu"
@@ -293,18 +294,13 @@ def stop_blocker(stop: dict[str, Any], framework: str) -> dict[str, Any]:
     }
 
 
-# an origin that is a place in the source (a value the code set there), not a fact of the
-# deployment (the GPU profile, config.json, a flag, an environment variable's default)
-_IN_SOURCE = re.compile(r"[\w./-]+\.py:\d+")
-
-
 def _deployment_inputs(guard: dict[str, Any], most: int = 3) -> list[str]:
     """What the guard before a stop read that the deployment decided: each known value with
     the facts it came from (`self.allow_flashinfer = False, from env
     VLLM_USE_FLASHINFER_MOE_FP4 unset: default at vllm/envs.py:1214`)."""
     out: list[str] = []
     for i in guard.get("inputs", []):
-        facts = [o for o in i.get("origins", []) if not _IN_SOURCE.fullmatch(o)]
+        facts = [o for o in i.get("origins", []) if not in_source(o)]
         if facts and i.get("kind") in ("constant", "enum"):
             out.append(f"{guard['file']}:{guard['line']}: {i['expr']} = {i['repr']}, from "
                        + "; ".join(facts[:5]))  # fmt: skip

@@ -24,6 +24,7 @@ from routescope.analysis.engine.values import (
     PythonRaise,
     Value,
 )
+from routescope.origins import in_source
 
 MAX_GUARDS = 40  # decided conditions kept per stop, nearest first
 
@@ -139,7 +140,7 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
         return False  # an assert: every value its condition read is known
     if not all(i.origins for i in read):
         return False
-    return any(not _IN_SOURCE.fullmatch(o) for i in read for o in i.origins)
+    return any(not in_source(o) for i in read for o in i.origins)
 
 
 def _evaluated(guard: Decision, read: tuple[Input, ...]) -> tuple[Input, ...]:
@@ -155,11 +156,6 @@ def _evaluated(guard: Decision, read: tuple[Input, ...]) -> tuple[Input, ...]:
         return any(re.search(rf"(?<![\w.]){re.escape(i.text)}(?!\w)", t) for t in texts)
 
     return tuple(i for i in read if in_parts(i)) or read
-
-
-# an origin that is a place in the source (a value set by the code there), not a fact of the
-# deployment (the GPU profile, a config.json key, a flag, a server argument's default)
-_IN_SOURCE = re.compile(r"[\w./-]+\.py:\d+")
 
 
 def _class_name(exc: Value | None) -> str:
