@@ -1137,6 +1137,11 @@ def test_quantized_experts_the_release_builds_unquantized_are_said() -> None:
     assert experts_unquantized_note(spec, None, Const(None), unquantized, plain, False) is None
     kept = SimpleNamespace(quant=dataclasses.replace(info, excluded=("*mlp.experts*",)))
     assert experts_unquantized_note(kept, None, config, unquantized, plain, False) is None  # type: ignore[arg-type]
+    # excluding the shared experts (GLM-5.1, Kimi-K2.6, DeepSeek-V4 NVFP4) leaves the routed ones
+    shared = SimpleNamespace(
+        quant=dataclasses.replace(info, excluded=("*.shared_experts.*", "*mlp.shared_expert*"))
+    )
+    assert experts_unquantized_note(shared, None, config, unquantized, plain, False) == said  # type: ignore[arg-type]
     bf16: Any = SimpleNamespace(quant=None)
     assert experts_unquantized_note(bf16, None, config, unquantized, plain, False) is None
 

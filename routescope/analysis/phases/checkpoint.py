@@ -187,7 +187,7 @@ def experts_unquantized_note(
         return None
     if isinstance(quant_config, Const) and quant_config.value is None:
         return None
-    if any("expert" in str(e).lower() for e in declared.excluded):
+    if any(_names_routed_experts(str(e)) for e in declared.excluded):
         return None  # (which experts it leaves unquantized is the file's to say)
     made_by = (
         f" ({quant_config.cls.qualname.rpartition(':')[2]})"
@@ -203,3 +203,11 @@ def experts_unquantized_note(
         f"quantized expert weights are not laid out for them (weight loading is not "
         f"traced){guess}"
     )
+
+
+def _names_routed_experts(pattern: str) -> bool:
+    """Can an excluded-module pattern of the checkpoint name its routed experts? It mentions
+    experts other than the shared ones (`*mlp.experts*` does; `*.shared_experts.*`, which
+    NVIDIA's GLM-5.1, Kimi-K2.6 and DeepSeek-V4 NVFP4 files exclude, does not). A reading of
+    the file's text, not of the module paths the release matches the patterns against."""
+    return "expert" in pattern.lower().replace("shared_expert", "")
