@@ -208,6 +208,6 @@ def experts_unquantized_note(
 def _names_routed_experts(pattern: str) -> bool:
     """Can an excluded-module pattern of the checkpoint name its routed experts? It mentions
     experts other than the shared ones (`*mlp.experts*` does; `*.shared_experts.*`, which
-    NVIDIA's GLM-5.1, Kimi-K2.6 and DeepSeek-V4 NVFP4 files exclude, does not). A reading of
-    the file's text, not of the module paths the release matches the patterns against."""
+    several published NVFP4 files exclude, does not). A reading of the file's text, not of
+    the module paths the release matches the patterns against."""
     return "expert" in pattern.lower().replace("shared_expert", "")
