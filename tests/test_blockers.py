@@ -1287,3 +1287,59 @@ def create_engine_config(hf_config):
             (flag,) = stop.guard.inputs
             assert (flag.text, flag.data) == ("is_v32", ("constant", False))
             assert flag.origins == ("config.json: no index_topk",)
+
+
+def test_a_literal_returned_under_a_condition_on_the_gpu_is_the_gpu_s(tmp_path: Path) -> None:
+    """vLLM 0.22.0 oracle/nvfp4.py:311-331: each backend's `supported, reason =
+    k_cls.is_supported_config(...)`, where the kernel class answers `return False, why` under
+    `if not cls._supports_current_device()`; none supported: `raise NotImplementedError`. The
+    False is a literal, but returned because of the GPU, so it carries the condition's facts
+    and the raise, read by a staged step, stops the deployment (NVIDIA's DeepSeek-V4 NVFP4 on
+    SM120, whose swiglu_limit leaves only the SM100 TRT-LLM backend). On a GPU that passes, the
+    step does not raise; a literal returned under no condition on a fact stays without one."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.phases.runphase import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+class Kernel:
+    @classmethod
+    def is_supported_config(cls, capability):
+        if not capability == 100:
+            return False, "the device"
+        return True, None
+
+def plain():
+    return False
+
+def select(capability):
+    for k_cls in [Kernel]:
+        supported, reason = k_cls.is_supported_config(capability)
+        if supported:
+            return k_cls
+    raise NotImplementedError("No backend supports the deployment configuration.")
+"""
+    tree = make_tree(tmp_path, {"oracle.py": src})
+    for capability, stops in ((120, True), (100, False)):
+        engine = Engine(tree, Facts())
+        fn = resolve_entry(engine, "fw.oracle:select")
+        cap = Const(capability, ("GPU profile sm120: capability",))
+        run_phase(engine, 10_000, "building the block",
+                  lambda e=engine, f=fn, c=cap: e.call(PathState(envs=[{}]), f, [c], {}, None),
+                  record_inputs=True, as_served=False, raise_stops=True)  # fmt: skip
+        found = explicit_stops(engine)
+        assert bool(found) is stops, capability
+        if stops:
+            (stop,) = found
+            assert (stop.exception, stop.line) == ("NotImplementedError", 17)
+            assert stop.guard is not None
+            (flag,) = [i for i in stop.guard.inputs if i.text == "supported"]
+            assert flag.origins == ("GPU profile sm120: capability",)
+    engine = Engine(tree, Facts())
+    ((_, value),) = engine.call(PathState(envs=[{}]), resolve_entry(engine, "fw.oracle:plain"),
+                                [], {}, None)  # fmt: skip
+    assert isinstance(value, Const) and value.origins == ()

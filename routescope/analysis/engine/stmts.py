@@ -10,6 +10,7 @@ from routescope.analysis.engine.binding import NONLOCAL_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
 from routescope.analysis.engine.contents import entries, iteration, seq_items, write_item
+from routescope.analysis.engine.implicit import returned
 from routescope.analysis.engine.merging import merge_paths, merge_raised
 from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
@@ -252,7 +253,10 @@ class StmtMixin(EngineBase):
     def ex_Return(self, st: PathState, node: ast.Return) -> list[Outcome]:
         if node.value is None:
             return [(st, "return", Const(None))]
-        return [(s, "return", v) for s, v in self.ev(st, node.value)]
+        if not self.record_inputs:  # (set-up code: its guards record nothing to take facts from)
+            return [(s, "return", v) for s, v in self.ev(st, node.value)]
+        where = (self.current_file(), self.current_function(), node.lineno)
+        return [(s, "return", returned(s, v, *where)) for s, v in self.ev(st, node.value)]
 
     def ex_Raise(self, st: PathState, node: ast.Raise) -> list[Outcome]:
         where = (self.current_file(), node.lineno, self.current_function())
