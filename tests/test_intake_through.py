@@ -56,6 +56,15 @@ def test_a_sub_config_is_an_object_the_framework_reads_by_attribute() -> None:
     assert isinstance(config_instance(fp8).fields["quantization_config"], DictVal)
 
 
+def _drop_from_the_cached_view(cache: Path, key: str) -> Path:
+    """Make the one cached view an entry written before `key` was recorded; its path."""
+    (entry,) = cache.glob("intake/transformers-*/*.json")
+    old = json.loads(entry.read_text())
+    del old[key]
+    entry.write_text(json.dumps(old))
+    return entry
+
+
 def test_a_view_cached_before_sub_configs_were_recorded_is_built_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -67,10 +76,7 @@ def test_a_view_cached_before_sub_configs_were_recorded_is_built_again(
     raw = json.loads((EXAMPLES / "databricks--dbrx-instruct.json").read_text())
     first = class_view(raw, "")
     assert not isinstance(first, str) and "ffn_config" in first.sub_configs
-    (entry,) = tmp_path.glob("intake/transformers-*/*.json")
-    old = json.loads(entry.read_text())
-    del old["sub_configs"]
-    entry.write_text(json.dumps(old))
+    entry = _drop_from_the_cached_view(tmp_path, "sub_configs")
     again = class_view(raw, "")
     assert not isinstance(again, str) and again.sub_configs == first.sub_configs
     assert "sub_configs" in json.loads(entry.read_text())
@@ -93,10 +99,7 @@ def test_a_class_attribute_is_read_through_the_view_and_an_entry_without_them_is
     assert plan["layers.*.mlp.gate_proj"] == "colwise"
     assert "model_type" not in first.class_values  # the instance's, in values
     assert not any(name.startswith("__") for name in first.class_values)
-    (entry,) = tmp_path.glob("intake/transformers-*/*.json")
-    old = json.loads(entry.read_text())
-    del old["class_values"]
-    entry.write_text(json.dumps(old))
+    _drop_from_the_cached_view(tmp_path, "class_values")
     again = class_view(raw, "")
     assert not isinstance(again, str) and again.class_values == first.class_values
     spec = load_spec(str(EXAMPLES / "rednote-hilab--dots.llm1.base.json"), offline=True)
