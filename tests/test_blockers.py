@@ -1274,12 +1274,20 @@ def create_engine_config(hf_config):
         engine = Engine(tree, Facts())
         fn = resolve_entry(engine, "fw.config:create_engine_config")
         cfg = Instance(None, dict(fields), "config")  # the checkpoint's config object
-        run_phase(engine, 10_000, "server configuration",
-                  lambda e=engine, f=fn, c=cfg: e.call(PathState(envs=[{}]), f, [c], {}, None),
-                  record_inputs=False)  # fmt: skip
+        recording: list[bool] = []  # whether each run of the step recorded its guards' inputs
+
+        def run(
+            e: Engine = engine, f: Any = fn, c: Instance = cfg, r: list[bool] = recording
+        ) -> Any:
+            r.append(e.record_inputs)
+            return e.call(PathState(envs=[{}]), f, [c], {}, None)
+
+        run_phase(engine, 10_000, "server configuration", run, record_inputs=False)
         found = explicit_stops(engine)
         assert bool(found) is stops, fields
         assert bool(engine.fatal) is stops
+        # raising on every way: once more reading the guards, then past the raise as at first
+        assert recording == ([False, True, False] if stops else [False])
         if stops:
             (stop,) = found
             assert (stop.exception, stop.line) == ("AssertionError", 6)

@@ -95,12 +95,13 @@ def _serving(engine: Engine, what: str,
 def _reading_guards(
     engine: Engine, steps: int, what: str, run: Any, result: list[tuple[PathState, Value]]
 ) -> list[tuple[PathState, Value]]:
-    """Set-up code runs without reading each decision's inputs (they cost a tenth of its time
+    """Set-up code runs without reading each decision's inputs (each input is evaluated again,
     and nobody reads them) until every way through it raises: then whether the raise is the
     deployment's (stops.raised_by_statement: an `assert is_v32` on `hasattr(hf_config,
     "index_topk")` False from config.json) rests on what the guard before it read, so the step
     runs once more, recording them. Where that run does not raise on every way (it went over
-    its budget), the first run's result stands."""
+    its budget), the first run's result stands. The runs after it (past what raises) go on
+    without recording, as the step's first did."""
     engine.record_inputs = True
     engine.budget.push(steps, f"{what} exceeded its budget of {steps:,} evaluation steps")
     try:
@@ -110,4 +111,5 @@ def _reading_guards(
         return result
     finally:
         engine.budget.pop()
+        engine.record_inputs = False
     return again if again and all(s.raising is not None for s, _ in again) else result
