@@ -203,7 +203,7 @@ def _expert_width(r: FieldReader, width: Sourced[Any]) -> Sourced[Any]:
 
 
 def _config_view(routing: dict[str, Any], view: ClassView | None) -> dict[str, Any]:
-    merged = {**view.class_values, **view.values} if view else {}
+    merged = dict(view.readable) if view else {}
     merged.update(routing)
     for key, value in routing.items():
         if value is None and view is not None and view.values.get(key) is not None:
@@ -220,7 +220,7 @@ def _config_view_origin(
     prefix = f"{level}." if level else ""
     origin: dict[str, Provenance] = {}
     if view is not None:
-        for key in (*view.class_values, *view.values):
+        for key in view.readable:
             origin[key] = Provenance(Origin.CLASS_DEFAULT, f"{view.class_name}.{key}")
     for key in routing:
         origin[key] = Provenance(Origin.CONFIG, f"{prefix}{key}")

@@ -38,6 +38,11 @@ class ClassView:
     # base_model_tp_plan, attribute_map): plain class attributes along its MRO, not the instance's
     class_values: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def readable(self) -> dict[str, Any]:
+        """What `getattr(config, name)` answers: the instance's values over the class's."""
+        return {**self.class_values, **self.values}
+
 
 class SubConfig(dict):  # type: ignore[type-arg]
     """A sub-config's attributes (a config object, not a dict, where the framework reads it)."""

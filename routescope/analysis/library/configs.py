@@ -48,7 +48,7 @@ def _config_class(
     if isinstance(view, str):
         return None  # (no such class, or it rejects the values: not told here)
     fields: dict[str, Value] = {}
-    for key, value in {**view.class_values, **view.values}.items():
+    for key, value in view.readable.items():
         if key == "per_layer_config":  # (heterogeneous: the spec transformers keeps)
             heterogeneous.install(fields, value, f"transformers {class_name}.{key}")
             continue
