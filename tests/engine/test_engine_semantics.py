@@ -963,3 +963,17 @@ def route(x):
     assert _kinds(tmp_path, body) == ["cuda_kernel"]
     own = body.replace('"_already_called_process_weights_after_loading"', '"_forward_hooks"')
     assert _kinds(tmp_path / "own", own) == ["cuda_kernel", "torch"]
+
+
+def test_the_nn_module_attribute_lists_are_torch_s() -> None:
+    """library/nn_module.py writes torch.nn.Module's attributes down (the engine never imports
+    torch): its public names and its private bookkeeping, which decide that any other private
+    name on a module is a field or absent. They are what the installed torch (CI pins 2.13) has,
+    dir() and vars() of a Module, no more and no less."""
+    torch = pytest.importorskip("torch")
+    from routescope.analysis.library.nn_module import MODULE_ATTRS, MODULE_PRIVATE
+
+    module = torch.nn.Module()
+    names = set(dir(module)) | set(vars(module))
+    assert {n for n in names if not n.startswith("_")} == MODULE_ATTRS
+    assert {n for n in names if n.startswith("_") and not n.startswith("__")} == MODULE_PRIVATE
