@@ -85,8 +85,12 @@ class Budget:
         self.local.pop()
 
 
-# young objects before a collection, and collections before an older generation's
-GC_THRESHOLDS = (200_000, 10, 1000)
+# young objects before a collection, and collections before an older generation's. At 200k
+# young objects, SGLang 0.5.23's GLM-5 / SM120 trace spent 0.11 s of its 3.0 s in 49 young
+# collections, each rescanning the same medium-lived values (a pipeline's records, a loop's
+# paths); at 2M the same collections take 3 ms and the peak memory is the same (197 MB): a
+# trace makes almost no cyclic garbage, so the threshold bounds garbage that is never made
+GC_THRESHOLDS = (2_000_000, 10, 1000)
 _SHORT_LIVED = [False]  # set by a process that exits after a few traces (the CLI)
 _TRACED = [0]  # traces this process has started
 
