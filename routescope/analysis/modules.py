@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import io
 import re
@@ -50,6 +51,19 @@ class ModuleInfo:
     def line(self, lineno: int) -> str:
         """The text of 1-based line `lineno` ("" past the end)."""
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+    def segment(self, node: ast.AST) -> str | None:
+        """ast.get_source_segment of a node of this module, from its own lines only (given the
+        whole file, it joins and splits every line of it for each node: 20 ms for one line of
+        a 180 kB module). Where `lines` are not the parser's (a form feed), the node unparsed."""
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if first is None or last is None or not 0 < first <= last <= len(self.lines):
+            return None
+        if not self.aligned:
+            return ast.unparse(node)
+        here = copy.copy(node)
+        here.lineno, here.end_lineno = 1, last - first + 1  # type: ignore[attr-defined]
+        return ast.get_source_segment("\n".join(self.lines[first - 1 : last]), here)
 
 
 def module_name(relpath: str) -> str | None:

@@ -59,7 +59,7 @@ def find_calls(
         for stmt, in_body in _ifs_above(fn.node, node):
             value = decided(decisions, rel, stmt) if traced else "absent"
             if value == "absent" or value is None:
-                cond = ast.get_source_segment("\n".join(fn.module.lines), stmt.test) or "?"
+                cond = fn.module.segment(stmt.test) or "?"
                 runs = (
                     f"if {' '.join(cond.split())}"
                     if in_body

@@ -377,7 +377,7 @@ def scores_available(
     has_bias = known(bias_raw) and bias_raw != "None"  # a router with a correction bias
     bias = [n for n in fw["tensors"]["bias"]
             if has_bias and (_assigned(point.source, n) or n in params)]  # fmt: skip
-    targets = ast.get_source_segment("\n".join(point.source.module.lines), point.stmt.targets[0])  # type: ignore[attr-defined]
+    targets = point.source.module.segment(point.stmt.targets[0])  # type: ignore[attr-defined]
     ev = [
         f"{point.source.module.relpath}:{point.stmt.lineno}: {targets} = ... (no scores returned)",
         f"router kernel {sink['name']} [{sink_label(sink)}]",

@@ -245,3 +245,23 @@ def test_the_summary_kind_is_names_reads_code_in_every_process() -> None:
         for seed in ("1", "2")
     }
     assert len(kinds) == 1 and next(iter(kinds)).startswith("names-read-")
+
+
+def test_a_segment_is_what_get_source_segment_gives_from_the_whole_file() -> None:
+    # (it reads only the node's own lines: non-ASCII columns, continued lines)
+    text = (
+        "x = 1\nclass A:\n    def f(self):\n        é, z = (1,\n  2)\n"
+        "        if a  and \\\n   b: pass\ny = {'k': [1,\n 2]}\n"
+    )
+    mod = parse_module("m", "m.py", text.encode())
+    nodes = [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.expr, ast.stmt))]
+    assert len(nodes) > 20
+    for node in nodes:
+        assert mod.segment(node) == ast.get_source_segment(text, node)
+    assert mod.segment(ast.Name("x")) is None  # (a node made by hand has no place)
+    # where the lines are not the parser's, the node as written again, never another line's text
+    fed = "x = 1\x0c\ny = {'k': [1,\n 2]}\n"
+    odd = parse_module("m", "m.py", fed.encode())
+    assert not odd.aligned
+    node = ast.parse(fed).body[1]
+    assert odd.segment(node) == ast.unparse(node) == "y = {'k': [1, 2]}"
