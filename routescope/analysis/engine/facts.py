@@ -152,6 +152,10 @@ class Facts:
     distributions: dict[str, tuple[str, str]] = field(default_factory=dict)
     # the facts read so far, by (kind, name): what the answers rest on
     used: dict[tuple[str, str], Assumption] = field(default_factory=dict)
+    # id of a glob list -> (the globs as they were, name -> matched): see _matches
+    _glob_memo: dict[int, tuple[list[str], dict[str, bool]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def assume(self, kind: str, name: str, value: str, source: str) -> None:
         self.used.setdefault((kind, name), Assumption(kind, name, value, source))
@@ -238,10 +242,21 @@ class Facts:
         self.assume("package", top, "importable (assumed: not in the rules)", "routescope")
 
     def is_opaque(self, qualname: str) -> bool:
-        return any(fnmatch.fnmatchcase(qualname, g) for g in self.opaque)
+        return self._matches(self.opaque, qualname)
 
     def is_built_whole(self, class_qualname: str) -> bool:
-        return any(fnmatch.fnmatchcase(class_qualname, g) for g in self.built_whole)
+        return self._matches(self.built_whole, class_qualname)
+
+    def _matches(self, globs: list[str], name: str) -> bool:
+        """Whether a glob matches `name`, remembered for these globs (every call a trace makes
+        asks about its function: 79k questions, a few hundred names, in one trace)."""
+        memo = self._glob_memo.get(id(globs))
+        if memo is None or memo[0] != globs:  # (globs changed since: asked again)
+            memo = self._glob_memo[id(globs)] = (list(globs), {})
+        known = memo[1].get(name)
+        if known is None:
+            known = memo[1][name] = any(fnmatch.fnmatchcase(name, g) for g in globs)
+        return known
 
 
 def _shown(v: Value) -> str:

@@ -167,7 +167,11 @@ def heap_digest(st: PathState) -> tuple[object, ...]:
             out.append((k, tuple(sorted((n, digest(v)) for n, v in contents.items()))))
         else:
             out.append((k, id(contents)))
-    return tuple(sorted(out, key=repr))
+    return tuple(sorted(out, key=_first))  # (ids are unique: no contents compared or shown)
+
+
+def _first(pair: tuple[int, object]) -> int:
+    return pair[0]
 
 
 def kind_shape(st: PathState) -> tuple[str, ...]:
