@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from routescope.analysis.walked import walked
 from routescope.errors import RoutescopeError
 
 ALIAS = "_routescope_oea"
@@ -60,7 +61,7 @@ def names_in_scope(source: str | ast.AST, line: int) -> set[str]:
     file's text or a tree already parsed (a function's: its own defs are searched, not the
     whole file's, which a report would parse again for this alone)."""
     best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    for node in ast.walk(ast.parse(source) if isinstance(source, str) else source):
+    for node in ast.walk(ast.parse(source)) if isinstance(source, str) else walked(source):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
             node.lineno <= line <= (node.end_lineno or node.lineno)
         ):
@@ -69,7 +70,7 @@ def names_in_scope(source: str | ast.AST, line: int) -> set[str]:
         return set()
     a = best.args
     out = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
-    for node in ast.walk(best):
+    for node in walked(best):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.lineno <= line:
             out.add(node.id)
     return out

@@ -6,6 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
+from routescope.analysis.walked import walked
 from routescope.verdict.point import decided
 from routescope.verdict.source import FunctionSource, call_name
 
@@ -52,7 +53,7 @@ def find_calls(
     """
     out = []
     rel = fn.module.relpath
-    for node in ast.walk(fn.node):
+    for node in walked(fn.node):
         if not (isinstance(node, ast.Call) and call_name(node) in wanted):
             continue
         runs = "always"

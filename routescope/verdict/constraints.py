@@ -6,6 +6,7 @@ import ast
 from typing import Any
 
 from routescope.analysis.index import Index
+from routescope.analysis.walked import walked
 from routescope.report import sink_label
 from routescope.verdict.callees import CallSite
 from routescope.verdict.facts import cite_setting, known, routing_field, setting, traced_value
@@ -131,7 +132,7 @@ def _bias_reads(fn: FunctionSource, names: list[str] | tuple[str, ...]) -> list[
     """Reads of a correction bias (`self.e_score_correction_bias`) in the router's own code."""
     out = {
         (node.attr, node.lineno)
-        for node in ast.walk(fn.node)
+        for node in walked(fn.node)
         if isinstance(node, ast.Attribute) and any(node.attr.endswith(n) for n in names)
     }
     return sorted(out, key=lambda x: x[1])
@@ -150,10 +151,10 @@ def scored_around(caller: FunctionSource, kernel: str) -> list[tuple[str, int]]:
     back: set[str] = set()  # names bound to the kernel's result
     handed: set[str] = set()  # names read by the kernel's arguments
     scored: dict[str, list[tuple[str, int]]] = {}  # name -> the score calls its value came from
-    calls = [n for n in ast.walk(caller.node) if isinstance(n, ast.Call)]
-    for node in ast.walk(caller.node):
+    calls = [n for n in walked(caller.node) if isinstance(n, ast.Call)]
+    for node in walked(caller.node):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            bound = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            bound = {n.id for t in node.targets for n in walked(t) if isinstance(n, ast.Name)}
             if _called(node.value) == kernel:
                 back |= bound
             for name, line in _score_calls_in(node.value):
@@ -161,12 +162,12 @@ def scored_around(caller: FunctionSource, kernel: str) -> list[tuple[str, int]]:
                     scored.setdefault(b, []).append((name, line))
     for call in calls:
         if _called(call) == kernel:
-            handed |= {a.id for a in ast.walk(call) if isinstance(a, ast.Name)}
+            handed |= {a.id for a in walked(call) if isinstance(a, ast.Name)}
     out = {
         (name, call.lineno)
         for call in calls
         if (name := _called(call)) in ("sigmoid", "softmax")
-        and any(isinstance(n, ast.Name) and n.id in back for a in call.args for n in ast.walk(a))
+        and any(isinstance(n, ast.Name) and n.id in back for a in call.args for n in walked(a))
     }
     out |= {hit for name in handed & scored.keys() for hit in scored[name]}
     always = set(_score_calls_in(caller.node, always=True))
@@ -398,7 +399,7 @@ def scores_available(
 def _assigned(fn: FunctionSource, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for n in ast.walk(fn.node)
+        for n in walked(fn.node)
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from routescope.analysis.index import Index
+from routescope.analysis.walked import walked
 from routescope.verdict.source import FunctionSource, call_name, function_at, statement_chain
 
 
@@ -124,7 +125,7 @@ def calls_in(stmts: list[ast.stmt], wanted: list[str]) -> list[tuple[str, int]]:
     """Calls to any of `wanted` (by last name part) in `stmts`, with their lines, in order."""
     out = []
     for stmt in stmts:
-        for node in ast.walk(stmt):
+        for node in walked(stmt):
             if isinstance(node, ast.Call) and call_name(node) in wanted:
                 out.append((call_name(node), node.lineno))
     return sorted(set(out), key=lambda c: c[1])
@@ -135,6 +136,6 @@ def following(point: Point) -> list[ast.stmt]:
     end = point.stmt.end_lineno or point.stmt.lineno
     return [
         s
-        for s in ast.walk(point.source.node)
+        for s in walked(point.source.node)
         if isinstance(s, ast.stmt) and s.lineno > end and s is not point.source.node
     ]

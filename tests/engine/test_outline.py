@@ -265,3 +265,34 @@ def test_a_segment_is_what_get_source_segment_gives_from_the_whole_file() -> Non
     assert not odd.aligned
     node = ast.parse(fed).body[1]
     assert odd.segment(node) == ast.unparse(node) == "y = {'k': [1, 2]}"
+
+
+def test_walked_gives_ast_walk_order_once_per_tree_and_stays_bounded(monkeypatch) -> None:
+    from routescope.analysis import walked as w
+
+    tree = ast.parse(TRICKY)
+    first = w.walked(tree)
+    assert list(first) == list(ast.walk(tree))
+    assert w.walked(tree) is first  # the same tree: walked once
+    other = ast.parse(TRICKY)  # an equal tree is another tree
+    assert w.walked(other) is not first and list(map(type, w.walked(other))) == list(
+        map(type, first)
+    )
+    monkeypatch.setattr(w, "_SIZE", 2)
+    w._WALKED.clear()
+    for _ in range(5):
+        w.walked(ast.parse("x = 1"))
+    assert len(w._WALKED) <= 2
+
+
+def test_walking_a_lazy_tree_reads_its_bodies(tmp_path: Path, monkeypatch) -> None:
+    from routescope.analysis.walked import walked
+
+    monkeypatch.setenv("ROUTESCOPE_CACHE", str(tmp_path))
+    modules._AST_MEMO.clear()
+    parse_module("m", "m.py", TRICKY.encode())  # (the outline is made)
+    modules._AST_MEMO.clear()
+    lazy = parse_module("m", "m.py", TRICKY.encode()).tree
+    assert lazy is not None and any(type(n) is outline.FunctionDef for n in lazy.body)
+    full = ast.parse(TRICKY)
+    assert [ast.dump(n) for n in walked(lazy)] == [ast.dump(n) for n in ast.walk(full)]

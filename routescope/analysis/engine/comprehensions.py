@@ -24,6 +24,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.walked import walked
 
 # a path forked into more ways than this while building one comprehension: unknown
 MAX_WAYS = 16
@@ -38,9 +39,7 @@ class ComprehensionsMixin(EngineBase):
         items after it, as a loop would, until more than MAX_WAYS ways. Unknown when an item,
         a filter or the iterable is not known."""
         assert isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
-        names = {
-            n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
-        }
+        names = {n.id for g in node.generators for n in walked(g.target) if isinstance(n, ast.Name)}
         env = st.env if st.envs else None
         if env is None:
             return [(st, Unknown("comprehension", kind=UnknownKind.UNSUPPORTED))]

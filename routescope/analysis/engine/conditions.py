@@ -24,6 +24,7 @@ from routescope.analysis.engine.values import (
     describe,
     merge_origins,
 )
+from routescope.analysis.walked import walked
 
 
 class ConditionsMixin(EngineBase):
@@ -165,8 +166,8 @@ class ConditionsMixin(EngineBase):
         if known is not None and known[0] is test:
             return known[1]
         found: dict[str, ast.expr] = {}
-        callees = {id(c.func) for c in ast.walk(test) if isinstance(c, ast.Call)}
-        for sub in ast.walk(test):
+        callees = {id(c.func) for c in walked(test) if isinstance(c, ast.Call)}
+        for sub in walked(test):
             if isinstance(sub, ast.Call):
                 if _probe(sub):  # what the call gave (`is_blackwell_supported()`)
                     found.setdefault(self.source_text(sub), sub)

@@ -29,6 +29,7 @@ from routescope.analysis.phases.model import ModelSite, init_bodies
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.runphase import PHASE_STEPS, run_phase
 from routescope.analysis.phases.trace import resolve_entry
+from routescope.analysis.walked import walked
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +135,14 @@ def _repeated(init: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
     or a function it defines and hands to a call (`make_layers(n, get_layer)`)."""
     handed = {
         a.id
-        for c in ast.walk(init)
+        for c in walked(init)
         if isinstance(c, ast.Call)
         for a in (*c.args, *(k.value for k in c.keywords))
         if isinstance(a, ast.Name)
     }
     return [
         n
-        for n in ast.walk(init)
+        for n in walked(init)
         if isinstance(n, _REPEATED)
         or (
             n is not init
@@ -170,7 +171,7 @@ def _built_per_layer(parent: ClassVal, child: ClassVal) -> bool:
         node = getattr(owner.attrs.get("__init__"), "node", None)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        for sub in (s for r in _repeated(node) for s in ast.walk(r)):
+        for sub in (s for r in _repeated(node) for s in walked(r)):
             if (
                 isinstance(sub, ast.Name) and (sub.id == name or _tabled(owner, sub.id, child))
             ) or (isinstance(sub, ast.Attribute) and sub.attr == name):

@@ -14,6 +14,7 @@ from typing import Any
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import ClassVal, Value
+from routescope.analysis.walked import walked
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -45,7 +46,7 @@ def handed(
     node = getattr(child.lookup("__init__"), "node", None)
     name = child.node.name if child.node is not None else child.qualname.rpartition(".")[2]
     calls = [
-        (c, m) for body, m in bodies for c in ast.walk(body)
+        (c, m) for body, m in bodies for c in walked(body)
         if isinstance(c, ast.Call) and builds(c, name)
     ]  # fmt: skip
     if not isinstance(node, _FUNCTIONS) or len(calls) != 1 or calls[0][1] is None:
@@ -98,7 +99,7 @@ def builds(node: ast.Call, name: str) -> bool:
 
 def _enclosing(bodies: list[tuple[ast.AST, Any]], call: ast.Call) -> ast.AST | None:
     """The body (a constructor or a method of its own) the call is written in."""
-    return next((b for b, _ in bodies if any(n is call for n in ast.walk(b))), None)
+    return next((b for b, _ in bodies if any(n is call for n in walked(b))), None)
 
 
 def param_names(fn: ast.AST) -> set[str]:
@@ -112,7 +113,7 @@ def param_names(fn: ast.AST) -> set[str]:
 
 def assigned(fn: ast.AST) -> set[str]:
     """The names a function body binds (its locals, its parameters reassigned)."""
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in walked(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def from_values(
@@ -120,7 +121,7 @@ def from_values(
 ) -> bool:
     """Whether `expr` reads only the parameters known to be the values, module-level names and
     builtins: nothing the parent computed (its locals, `self`) or was handed beyond them."""
-    for sub in ast.walk(expr):
+    for sub in walked(expr):
         if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.comprehension)):
             return False
         if isinstance(sub, ast.Name):

@@ -25,6 +25,7 @@ from routescope.analysis.engine.values import (
 )
 from routescope.analysis.phases.generic import generic_backend, served_by_backend
 from routescope.analysis.phases.inner import InnerCalls, inner_models
+from routescope.analysis.walked import walked
 from routescope.errors import RoutescopeError
 
 
@@ -133,7 +134,7 @@ def _constructed(engine: Engine, cls: ClassVal, called_only: bool = False) -> li
     bodies = init_bodies(cls)
     inits = {id(getattr(owner.attrs.get("__init__"), "node", None)) for owner in cls.mro()}
     for node, _ in bodies:
-        for sub in ast.walk(node) if id(node) in inits else ():
+        for sub in walked(node) if id(node) in inits else ():
             method = cls.lookup(sub.func.attr) if _self_call(sub) else None  # type: ignore[attr-defined]
             # `self.model_cls(...)`: a class it builds
             if isinstance(method, ClassVal) and method.node is not None and method is not cls:
@@ -148,8 +149,8 @@ def _constructed(engine: Engine, cls: ClassVal, called_only: bool = False) -> li
         # (the calls-only pass also leaves out classes only tested for or annotated; the broad
         # pass keeps them: a block named only in `isinstance(layer.mlp, Block)` is still found)
         tested = _type_tests(node) if called_only else set()
-        calls = {id(c.func) for c in ast.walk(node) if isinstance(c, ast.Call)}
-        for sub in ast.walk(node):
+        calls = {id(c.func) for c in walked(node) if isinstance(c, ast.Call)}
+        for sub in walked(node):
             if called_only and id(sub) not in calls:
                 continue
             if not isinstance(sub, (ast.Name, ast.Attribute)) or not isinstance(sub.ctx, ast.Load):
@@ -184,7 +185,7 @@ def _type_tests(node: ast.AST) -> set[int]:
     """Where a body names a class without building it: the class operands of isinstance /
     issubclass calls (tuples of classes too) and annotations."""
     out: set[int] = set()
-    for sub in ast.walk(node):
+    for sub in walked(node):
         notes: list[ast.expr] = []
         if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
             params = (*sub.args.posonlyargs, *sub.args.args, *sub.args.kwonlyargs)
@@ -193,7 +194,7 @@ def _type_tests(node: ast.AST) -> set[int]:
                 notes.append(sub.returns)
         if isinstance(sub, ast.AnnAssign):
             notes.append(sub.annotation)
-        out.update(id(n) for note in notes for n in ast.walk(note))
+        out.update(id(n) for note in notes for n in walked(note))
         if (
             isinstance(sub, ast.Call)
             and isinstance(sub.func, ast.Name)
@@ -220,7 +221,7 @@ def _imported_here(engine: Engine, module: ModuleVal, node: ast.AST) -> list[Cla
     language model's class where it builds it)."""
     out: list[ClassVal] = []
     package = module.name.rpartition(".")[0]
-    for imp in (n for n in ast.walk(node) if isinstance(n, ast.ImportFrom)):
+    for imp in (n for n in walked(node) if isinstance(n, ast.ImportFrom)):
         base = imp.module or ""
         if imp.level:
             parts = package.split(".")
@@ -354,7 +355,7 @@ def init_bodies(cls: ClassVal) -> list[tuple[ast.AST, Any]]:
         (f.node, f.module) for f in inits if isinstance(f, FunctionVal) and f.node is not None
     ]
     for node, _ in list(out):
-        for sub in ast.walk(node):
+        for sub in walked(node):
             if _self_call(sub):
                 method = cls.lookup(sub.func.attr)  # type: ignore[attr-defined]
                 node_ = method.node if isinstance(method, FunctionVal) else None
@@ -367,7 +368,7 @@ def _called_functions(engine: Engine, module: ModuleVal, node: ast.AST) -> list[
     """Framework functions (not classes) a body calls by a module-level name or dotted path."""
     out = []
     st = PathState(envs=[module.globals])
-    for sub in ast.walk(node):
+    for sub in walked(node):
         if not isinstance(sub, ast.Call):
             continue
         if isinstance(sub.func, ast.Name) and sub.func.id in ("self", "super", "cls"):

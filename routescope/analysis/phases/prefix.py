@@ -18,6 +18,7 @@ from routescope.analysis.phases.handed import assigned, builds, from_values, par
 from routescope.analysis.phases.inner import InnerCalls
 from routescope.analysis.phases.model import ModelSite, init_bodies
 from routescope.analysis.phases.trace import resolve_entry
+from routescope.analysis.walked import walked
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
@@ -64,7 +65,7 @@ def _handed_prefix(
     for b, m in bodies:  # the most derived constructor that builds it (a base's runs before
         calls = [  # it, if at all, and what it built is replaced)
             (c, b, m)
-            for c in ast.walk(b)
+            for c in walked(b)
             if isinstance(c, ast.Call) and (builds(c, name) or _by_attribute(parent, c, child))
         ]
         if calls:
@@ -122,10 +123,10 @@ def _keyword(call: ast.Call, name: str) -> ast.expr | None:
 def _factory(body: ast.AST, call: ast.Call) -> ast.AST | None:
     """The innermost function written inside `body` (not `body` itself) that holds `call`."""
     found = None
-    for node in ast.walk(body):
+    for node in walked(body):
         holds = node is not body and isinstance(node, _FUNCTIONS)
-        inner = found is None or any(n is node for n in ast.walk(found))
-        if holds and inner and any(n is call for n in ast.walk(node)):
+        inner = found is None or any(n is node for n in walked(found))
+        if holds and inner and any(n is call for n in walked(node)):
             found = node
     return found
 
@@ -135,7 +136,7 @@ def _handed_to(body: ast.AST, factory: ast.AST) -> ast.Call | None:
     name = getattr(factory, "name", None)
     out = [
         c
-        for c in ast.walk(body)
+        for c in walked(body)
         if isinstance(c, ast.Call)
         and any(
             a is factory or (name is not None and isinstance(a, ast.Name) and a.id == name)
