@@ -746,6 +746,25 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.19.1 fused_moe/utils.py:269-271: an NVFP4 layer's quant_dtype is the string
+    # "nvfp4", compared with fp8's and int8's torch dtypes: a dtype equals only a dtype
+    "a_dtype_equals_only_a_dtype": """
+def quantize(quant_dtype):
+    if quant_dtype == torch.float8_e4m3fn:
+        return "fp8"
+    elif quant_dtype == torch.int8:
+        return "int8"
+    elif quant_dtype == "nvfp4":
+        return "nvfp4"
+    return "other"
+
+def route(x):
+    kinds = [quantize(q) for q in ("nvfp4", 8, None, 1.5, torch.int8, torch.float8_e4m3fn)]
+    same = torch.int8 != torch.float8_e4m3fn and torch.bfloat16 == torch.bfloat16
+    if kinds == ["nvfp4", "other", "other", "other", "int8", "fp8"] and same:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
 }
 
 

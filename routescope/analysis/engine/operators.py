@@ -216,8 +216,10 @@ class OperatorsMixin(EngineBase):
         dtypes = torch_dtype(a), torch_dtype(b)
         if dtypes[0] and dtypes[1]:
             return dtypes[0] == dtypes[1]
-        if any(dtypes) and any(isinstance(x, Const) and x.value is None for x in (a, b)):
-            return False  # a torch dtype is never None (an unquantized config's dtype is)
+        if any(dtypes) and any(isinstance(x, Const) for x in (a, b)):
+            # a torch dtype equals only a dtype: never None (an unquantized config's dtype
+            # is), a string ("nvfp4" against torch.float8_e4m3fn), a number
+            return False
         if isinstance(a, (FunctionVal, ClassVal, ModuleVal)):
             same = self.identical(a, b)
             if same is not None:
