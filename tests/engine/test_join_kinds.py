@@ -58,3 +58,36 @@ def test_ways_that_built_different_kernel_objects_stay_apart(tmp_path: Path) -> 
 def test_ways_that_built_alike_join(tmp_path: Path) -> None:
     """Both ways of each fork build a Marlin (its scale differs): one path, the kernel kept."""
     assert _joined_at_once(tmp_path, CONVERT.format(emulated="Marlin(3)")) == ["cuda_kernel"]
+
+
+def test_kind_shapes_are_each_paths_own_computed_once_per_heap() -> None:
+    """Paths whose heaps hold the same contents see every object alike: their shape is computed
+    once, and is what each path's own would be."""
+    from routescope.analysis.engine import shapes
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.engine.values import ClassVal, Instance
+
+    kernel, other = ClassVal("fw.k:Kernel", None, None), ClassVal("fw.k:Other", None, None)
+    layer = Instance(ClassVal("fw.k:Layer", None, None), {"kernel": Instance(kernel)})
+    base = PathState(envs=[{}])
+    base.write(layer, "scale", Instance(kernel))
+    same = base.fork()  # (the ways of an `if` that wrote nothing)
+    changed = base.fork()
+    changed.write(layer, "kernel", Instance(other))
+    states = [base, same, changed, base.fork()]
+
+    computed: list[PathState] = []
+    real = shapes.kind_shape
+
+    def counting(st: PathState) -> tuple[str, ...]:
+        computed.append(st)
+        return real(st)
+
+    shapes.kind_shape = counting  # type: ignore[assignment]
+    try:
+        got = shapes.kind_shapes(states)
+    finally:
+        shapes.kind_shape = real  # type: ignore[assignment]
+    assert got == [real(s) for s in states]
+    assert got[0] == got[1] == got[3] != got[2]
+    assert computed == [base, changed]

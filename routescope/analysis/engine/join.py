@@ -34,7 +34,7 @@ from routescope.analysis.engine.shapes import (
     DEPTH,
     align,
     heap_digest,
-    kind_shape,
+    kind_shapes,
     value_shape,
 )
 from routescope.analysis.engine.state import PathState, base_of, set_base
@@ -286,13 +286,15 @@ class JoinMixin(EngineBase):
             return outs
         rest = [o for o in outs if o not in returning]
         groups: dict[tuple[Any, ...], list[Outcome]] = {}
-        for o in returning:
-            if self.budget.merge_at <= 1:  # set-up phases: join every agreeing path, state too
+        whole = self.budget.merge_at <= 1  # set-up phases: join every agreeing path, state too
+        held = kind_shapes([o[0] for o in returning]) if whole else []
+        for n, o in enumerate(returning):
+            if whole:
                 key: tuple[Any, ...] = (
                     _kernels_key(o[0]),
                     value_shape(o[2]),
                     len(o[0].envs),
-                    kind_shape(o[0]),
+                    held[n],
                 )
             else:
                 key = (record_key(o[0]), heap_digest(o[0]), value_shape(o[2]))

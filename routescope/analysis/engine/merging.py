@@ -12,7 +12,7 @@ from routescope.analysis.engine.join import (
 )
 from routescope.analysis.engine.joinscope import joining
 from routescope.analysis.engine.shapes import (
-    kind_shape,
+    kind_shapes,
     list_shape,
 )
 from routescope.analysis.engine.state import PathState
@@ -31,7 +31,8 @@ def merge_paths(
     # that leaves too many of them; with `kinds` (a phase that joins its paths at every
     # statement, to keep what they built), so do paths that disagree on the class of an object
     # a field holds (a kernel object built on one way, None or another class on the other).
-    shapes = [() if force else (list_shape(s), kind_shape(s) if kinds else ()) for s in states]
+    held = kind_shapes(states) if kinds and not force else [()] * len(states)
+    shapes = [() if force else (list_shape(s), k) for s, k in zip(states, held, strict=True)]
     keep_shapes = not force and len(set(shapes)) <= MAX_SHAPES
     for s, shape in zip(states, shapes, strict=True):
         key = ("all",) if force else record_key(s) + ((shape,) if keep_shapes else ())
