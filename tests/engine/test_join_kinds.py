@@ -60,9 +60,9 @@ def test_ways_that_built_alike_join(tmp_path: Path) -> None:
     assert _joined_at_once(tmp_path, CONVERT.format(emulated="Marlin(3)")) == ["cuda_kernel"]
 
 
-def test_kind_shapes_are_each_paths_own_computed_once_per_heap() -> None:
-    """Paths whose heaps hold the same contents see every object alike: their shape is computed
-    once, and is what each path's own would be."""
+def test_kind_shapes_tell_paths_apart_as_their_own_walking_each_heap_once() -> None:
+    """Paths whose heaps hold the same contents see every object alike: one walk serves them,
+    and none where every path holds the same; the shapes compare as each path's own do."""
     from routescope.analysis.engine import shapes
     from routescope.analysis.engine.state import PathState
     from routescope.analysis.engine.values import ClassVal, Instance
@@ -74,7 +74,8 @@ def test_kind_shapes_are_each_paths_own_computed_once_per_heap() -> None:
     same = base.fork()  # (the ways of an `if` that wrote nothing)
     changed = base.fork()
     changed.write(layer, "kernel", Instance(other))
-    states = [base, same, changed, base.fork()]
+    alike = base.fork()
+    alike.write(layer, "kernel", layer.fields["kernel"])  # (new contents, the same classes)
 
     computed: list[PathState] = []
     real = shapes.kind_shape
@@ -85,9 +86,15 @@ def test_kind_shapes_are_each_paths_own_computed_once_per_heap() -> None:
 
     shapes.kind_shape = counting  # type: ignore[assignment]
     try:
+        states = [base, same, changed, base.fork(), alike]
         got = shapes.kind_shapes(states)
+        walks = list(computed)
+        computed.clear()
+        none = shapes.kind_shapes([base, same, base.fork()])
     finally:
         shapes.kind_shape = real  # type: ignore[assignment]
-    assert got == [real(s) for s in states]
-    assert got[0] == got[1] == got[3] != got[2]
-    assert computed == [base, changed]
+    own = [real(s) for s in states]
+    assert [[a == b for b in got] for a in got] == [[a == b for b in own] for a in own]
+    assert got[0] == got[1] == got[3] == got[4] != got[2]
+    assert walks == [base, changed, alike]
+    assert none == [(), (), ()] and computed == []

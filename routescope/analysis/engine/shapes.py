@@ -189,19 +189,24 @@ def kind_shape(st: PathState) -> tuple[str, ...]:
 
 
 def kind_shapes(states: list[PathState]) -> list[tuple[str, ...]]:
-    """kind_shape of each state, computed once for states whose heaps hold the same contents:
-    an object is seen by a path as its heap holds it, else as the object itself holds it, so
-    such paths see every object alike (the ways of an `if` that wrote nothing, met again at the
-    next statement, in a loop over 256 experts: 40% of a trace went to walking them again)."""
-    done: list[tuple[PathState, tuple[str, ...]]] = []
-    out: list[tuple[str, ...]] = []
+    """A kind shape for each state, for telling the states apart: two are equal exactly where
+    the states' own kind_shapes are. Paths whose heaps hold the same contents see every object
+    alike (an object is seen as the path's heap holds it, else as the object holds it), so one
+    walk serves them all, and where every path holds the same contents none is needed: the ways
+    of an `if` that wrote nothing, met again at the next statement (in a loop over 256 experts,
+    40% of a trace went to walking them)."""
+    firsts: list[PathState] = []  # one state of each kind of heap
+    which: list[int] = []
     for st in states:
-        shape = next((got for seen, got in done if _same_heap(st, seen)), None)
-        if shape is None:
-            shape = kind_shape(st)
-            done.append((st, shape))
-        out.append(shape)
-    return out
+        at = next((n for n, seen in enumerate(firsts) if _same_heap(st, seen)), None)
+        if at is None:
+            at = len(firsts)
+            firsts.append(st)
+        which.append(at)
+    if len(firsts) == 1:
+        return [()] * len(states)
+    walked = [kind_shape(st) for st in firsts]
+    return [walked[n] for n in which]
 
 
 def _same_heap(a: PathState, b: PathState) -> bool:
