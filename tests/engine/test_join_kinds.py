@@ -98,3 +98,30 @@ def test_kind_shapes_tell_paths_apart_as_their_own_walking_each_heap_once() -> N
     assert got[0] == got[1] == got[3] == got[4] != got[2]
     assert walks == [base, changed, alike]
     assert none == [(), (), ()] and computed == []
+
+
+NOT_NONE = """
+        def route(x):
+            if os.environ.get("FW_SCALE"):
+                scale = 2.0
+            else:
+                scale = torch.empty(4).max().item()
+            # (joined at the statement: 2.0 on one way, a tensor's item on the other)
+            if {test}:
+                return torch.topk(x, 2)
+            return topk_fast(x)
+"""
+
+
+def test_paths_joined_where_none_held_none_are_not_none(tmp_path: Path) -> None:
+    """vLLM 0.19.1 marlin_utils_fp4.py:368, :103: a scale factor 1.0 or a tensor's item, joined
+    where the ways met, then `scale_factor is None` in a loop over every expert."""
+    assert _joined_at_once(tmp_path, NOT_NONE.format(test="scale is None")) == ["cuda_kernel"]
+    assert _joined_at_once(tmp_path, NOT_NONE.format(test="not scale is not None")) == [
+        "cuda_kernel"
+    ]
+
+
+def test_paths_joined_where_one_held_none_may_be_none(tmp_path: Path) -> None:
+    body = NOT_NONE.replace("scale = 2.0", "scale = None").format(test="scale is None")
+    assert sorted(_joined_at_once(tmp_path, body), key=str) == ["cuda_kernel", "torch"]

@@ -28,6 +28,7 @@ from routescope.analysis.engine.intervals import (
     same_bounds,
 )
 from routescope.analysis.engine.joinscope import joined_memo, joining
+from routescope.analysis.engine.nones import never_none
 from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.shapes import (
     ALIGN_LIMIT,
@@ -77,8 +78,12 @@ def agree(a: Value | None, b: Value | None) -> bool:
     return False
 
 
-def _unknown(why: str) -> Unknown:
-    return Unknown(why, kind=UnknownKind.JOINED)
+def _unknown(why: str, vals: list[Value | None] | None = None) -> Unknown:
+    """The unknown paths that disagree join into: not None where no path held None (a scale
+    that is 1.0 on one way and a tensor's item on the other is no None on either)."""
+    got = Unknown(why, kind=UnknownKind.JOINED)
+    got.not_none = vals is not None and all(never_none(v) for v in vals)
+    return got
 
 
 def join_values(
@@ -99,7 +104,7 @@ def _join_values(vals: list[Value | None], states: list[PathState], why: str, de
         return _unknown(why)
     kinds = {type(v) for v in vals}
     if len(kinds) != 1:
-        return _unknown(why)
+        return _unknown(why, vals)
     if isinstance(first, TupleVal):
         tuples = [v for v in vals if isinstance(v, TupleVal)]
         if len({len(t.items) for t in tuples}) > 1:
@@ -132,7 +137,7 @@ def _join_values(vals: list[Value | None], states: list[PathState], why: str, de
         tensors = [v for v in vals if isinstance(v, Tensor)]
         if all(t.producer is first.producer for t in tensors):
             return Tensor(producer=first.producer, role=first.role)
-    return _unknown(why)
+    return _unknown(why, vals)
 
 
 def join_fields(

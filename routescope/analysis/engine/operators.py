@@ -24,6 +24,7 @@ from routescope.analysis.engine.contents import (
 )
 from routescope.analysis.engine.equality import equal, named_tuple
 from routescope.analysis.engine.intervals import bounded_compare
+from routescope.analysis.engine.nones import never_none
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import (
     torch_dtype,
@@ -267,27 +268,8 @@ class OperatorsMixin(EngineBase):
             ):  # None, True and False are each one object; no other value is one of them
                 return a.value is b.value
             return None
-        if isinstance(b, Const) and b.value is None:
-            if isinstance(
-                a,
-                (
-                    FunctionVal,
-                    ClassVal,
-                    ModuleVal,
-                    Instance,
-                    EnumMember,
-                    Tensor,
-                    ListVal,
-                    DictVal,
-                    SetVal,
-                    TupleVal,
-                ),
-            ):
-                return False
-            if isinstance(a, External) or a.never_none:
-                return False  # an imported name exists, a bound method too
-            if isinstance(a, Unknown) and a.truthy is True:
-                return False  # None is false
+        if isinstance(b, Const) and b.value is None and never_none(a):
+            return False
         if isinstance(a, Const) and a.value is None:
             return self.identical(b, a)
         for x, y in ((a, b), (b, a)):  # a fresh object() is none of the values made without it

@@ -68,7 +68,7 @@ class Unknown(Value):
 
     `truthy` is set when only the truthiness is known (an f-string with literal text)."""
 
-    __slots__ = ("exc", "kind", "maybe", "reason", "serial", "then", "truthy")
+    __slots__ = ("exc", "kind", "maybe", "not_none", "reason", "serial", "then", "truthy")
 
     def __init__(
         self,
@@ -82,8 +82,7 @@ class Unknown(Value):
         self.reason = reason
         self.truthy = truthy
         self.kind = kind
-        # the value stood for is one that existed when this was made: no object made after
-        # it (a fresh object() sentinel) can be it
+        # it stands for a value that existed when it was made (not a later object() sentinel)
         self.serial = next(SERIALS)
         # RAISED by a builtin operation: the exception class Python raises there (the
         # expression that made it raises it: see ExprMixin.ev); `maybe`: it raises it or gives
@@ -91,6 +90,7 @@ class Unknown(Value):
         self.exc = exc
         self.maybe = False
         self.then: Value | None = None  # `maybe`: what the way that goes on gives, if known
+        self.not_none = False  # known not None, nothing else (joined where none held None)
 
     def __repr__(self) -> str:
         return f"Unknown({self.reason!r})"
