@@ -996,3 +996,25 @@ def test_the_nn_module_attribute_lists_are_torch_s() -> None:
     names = set(dir(module)) | set(vars(module))
     assert {n for n in names if not n.startswith("_")} == MODULE_ATTRS
     assert {n for n in names if n.startswith("_") and not n.startswith("__")} == MODULE_PRIVATE
+
+
+def test_a_tensors_item_is_a_number_not_a_tensor_nor_none(tmp_path: Path) -> None:
+    """`t.item()` and `t.tolist()` give Python numbers (lists of them): read as tensors, a test
+    `isinstance(v, torch.Tensor)` was decided true, the way Python never takes."""
+    is_tensor = """
+def route(x):
+    v = torch.empty(4).max().item()
+    if isinstance(v, torch.Tensor):
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert "cuda_kernel" in _kinds(tmp_path / "a", is_tensor)
+    never_none = """
+def route(x):
+    v = torch.empty(4).max().item()
+    rows = torch.empty(4).tolist()
+    if v is None or rows is None:
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert _kinds(tmp_path / "b", never_none) == ["cuda_kernel"]

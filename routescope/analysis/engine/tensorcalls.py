@@ -132,6 +132,10 @@ def tensor_method(
     stride(i), element_size(), is_contiguous()), a named pair where torch returns one, else a
     new tensor (of the same shape for elementwise methods and dtype changes)."""
     shape = fn.tensor.shape
+    if fn.name in ("item", "tolist") and not args:  # a Python number (a list of them): not a
+        got = Unknown(f"{fn.name}() of a tensor", kind=UnknownKind.OPAQUE)  # tensor, nor None
+        got.not_none = True
+        return got
     if fn.name in ("dim", "ndimension") and not args:  # an int, known where the shape is
         if shape is not None:
             return Const(len(shape))
