@@ -998,17 +998,41 @@ def test_the_nn_module_attribute_lists_are_torch_s() -> None:
     assert {n for n in names if n.startswith("_") and not n.startswith("__")} == MODULE_PRIVATE
 
 
-def test_a_tensors_item_is_a_number_not_a_tensor_nor_none(tmp_path: Path) -> None:
-    """`t.item()` and `t.tolist()` give Python numbers (lists of them): read as tensors, a test
-    `isinstance(v, torch.Tensor)` was decided true, the way Python never takes."""
-    is_tensor = """
+@pytest.mark.parametrize(
+    "method",
+    ["max().item()", "tolist()", "numel()", "data_ptr()", "is_floating_point()", "stride()",
+     "equal(torch.empty(4))", "element_size()", "untyped_storage()", "size(int(os.environ['D']))"],
+)  # fmt: skip
+def test_a_tensor_method_that_gives_no_tensor_is_no_tensor(tmp_path: Path, method: str) -> None:
+    """`t.item()`, `t.numel()`, `t.equal(u)`, ... give Python numbers, bools, tuples, storages:
+    read as tensors (the default of a tensor method), `isinstance(v, torch.Tensor)` was decided
+    true, the way Python never takes."""
+    is_tensor = f"""
+import os
+
 def route(x):
-    v = torch.empty(4).max().item()
+    v = torch.empty(4).{method}
     if isinstance(v, torch.Tensor):
         return torch.topk(x, 2)
     return topk_fast(x)
 """
-    assert "cuda_kernel" in _kinds(tmp_path / "a", is_tensor)
+    assert "cuda_kernel" in _kinds(tmp_path, is_tensor)
+
+
+def test_a_tensors_size_is_its_shape(tmp_path: Path) -> None:
+    body = """
+def route(x):
+    t = torch.empty(4, 8)
+    a, b = t.size()
+    if t.size(0) == 4 and t.size(-1) == 8 and (a, b) == (4, 8) and len(t.size()) == 2:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
+def test_a_tensors_item_is_a_number_not_a_tensor_nor_none(tmp_path: Path) -> None:
+    """`t.item()` and `t.tolist()` give Python numbers (lists of them), never None."""
     never_none = """
 def route(x):
     v = torch.empty(4).max().item()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from routescope.analysis.engine.containers import new_tuple
 from routescope.analysis.engine.contents import FIELD
 from routescope.analysis.engine.intervals import bounded, low_of
 from routescope.analysis.engine.sinks import producer_of, role_of
@@ -34,6 +35,17 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+
+# tensor methods that give no tensor: Python numbers and bools (item, numel, equal), lists of
+# them (tolist), tuples (a size, strides), a storage; `size(i)` not known is an int
+NOT_TENSORS = frozenset(
+    {
+        "item", "tolist", "numel", "nelement", "data_ptr", "get_device", "element_size",
+        "storage_offset", "stride", "size", "is_floating_point", "is_complex", "is_signed",
+        "is_nonzero", "is_pinned", "is_shared", "is_inference", "equal", "allclose",
+        "untyped_storage", "storage", "dim_order", "has_names", "is_set_to", "__len__",
+    }
+)  # fmt: skip
 
 # a pair when given a dimension (else one tensor): torch.max(t, dim), t.min(dim=0), ...
 PAIR_WITH_DIM = frozenset({"max", "min", "median", "nanmedian"})
@@ -129,13 +141,12 @@ def tensor_method(
     made_at: Callable[[], Any],
 ) -> Value:
     """What calling a tensor's method gives: its layout where asked (dim(), size(i),
-    stride(i), element_size(), is_contiguous()), a named pair where torch returns one, else a
-    new tensor (of the same shape for elementwise methods and dtype changes)."""
+    stride(i), element_size(), is_contiguous()), an unknown non-tensor where a method gives
+    none (NOT_TENSORS), a named pair where torch returns one, else a new tensor (of the same
+    shape for elementwise methods and dtype changes)."""
     shape = fn.tensor.shape
-    if fn.name in ("item", "tolist") and not args:  # a Python number (a list of them): not a
-        got = Unknown(f"{fn.name}() of a tensor", kind=UnknownKind.OPAQUE)  # tensor, nor None
-        got.not_none = True
-        return got
+    if fn.name == "size" and not args and shape is not None and not fn.tensor.nn:
+        return new_tuple(list(shape))  # torch.Size: a tuple
     if fn.name in ("dim", "ndimension") and not args:  # an int, known where the shape is
         if shape is not None:
             return Const(len(shape))
@@ -155,6 +166,10 @@ def tensor_method(
         and -len(shape) <= args[0].value < len(shape)
     ):
         return shape[args[0].value]
+    if fn.name in NOT_TENSORS and not fn.tensor.nn:
+        got = Unknown(f"{fn.name}() of a tensor", kind=UnknownKind.OPAQUE)
+        got.not_none = True  # a number, a bool, a tuple, a storage: no tensor, never None
+        return got
     made = fn.tensor.made_at or made_at()
     pair = torch_pair(fn.name, fn.tensor, args, kwargs, st.claims, made)
     if pair is not None:
