@@ -1019,6 +1019,34 @@ def route(x):
     assert "cuda_kernel" in _kinds(tmp_path, is_tensor)
 
 
+@pytest.mark.parametrize(
+    "call",
+    ["torch.equal(torch.empty(4), torch.empty(4))", "torch.allclose(x, x)", "torch.numel(x)",
+     "torch.finfo(torch.float16)", "torch.get_default_dtype()", "torch.is_grad_enabled()",
+     "torch.promote_types(torch.float16, torch.float32)", "torch.Generator()"],
+)  # fmt: skip
+def test_a_torch_function_that_gives_no_tensor_is_no_tensor(tmp_path: Path, call: str) -> None:
+    body = f"""
+def route(x):
+    v = {call}
+    if isinstance(v, torch.Tensor) or v is None:
+        return torch.topk(x, 2)
+    return topk_fast(x)
+"""
+    assert "cuda_kernel" in _kinds(tmp_path, body)
+
+
+def test_torch_is_tensor_and_size_are_known(tmp_path: Path) -> None:
+    body = """
+def route(x):
+    shape = torch.Size([2, 8])
+    if torch.is_tensor(x) and not torch.is_tensor(3) and shape[1] == 8 and len(shape) == 2:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["cuda_kernel"]
+
+
 def test_a_tensors_size_is_its_shape(tmp_path: Path) -> None:
     body = """
 def route(x):

@@ -8,6 +8,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.bound import LIBRARY
+from routescope.analysis.engine.containers import new_tuple
 from routescope.analysis.engine.contents import seq_items
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
@@ -161,6 +162,55 @@ def _default_dtype(
     node: ast.AST | None,
 ) -> Paths | None:
     return one(st, External(eng.default_dtype)) if eng.default_dtype else None
+
+
+# torch functions that give no tensor: bools, numbers, dtypes, a dtype's limits, a generator
+NOT_TENSORS = (
+    "torch.equal",
+    "torch.allclose",
+    "torch.is_tensor",
+    "torch.is_storage",
+    "torch.numel",
+    "torch.is_floating_point",
+    "torch.is_complex",
+    "torch.is_nonzero",
+    "torch.get_default_dtype",
+    "torch.finfo",
+    "torch.iinfo",
+    "torch.promote_types",
+    "torch.result_type",
+    "torch.can_cast",
+    "torch.is_grad_enabled",
+    "torch.is_inference_mode_enabled",
+    "torch.are_deterministic_algorithms_enabled",
+    "torch.is_autocast_enabled",
+    "torch.get_num_threads",
+    "torch.get_num_interop_threads",
+    "torch.Generator",
+    "torch.Size",
+)
+
+
+@models(*NOT_TENSORS)
+def _not_a_tensor(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """What these give, where no model before this one knows it: no tensor, and not None
+    (`torch.is_tensor` of a tensor or a constant is known)."""
+    if name == "torch.is_tensor" and len(args) == 1 and isinstance(args[0], (Tensor, Const)):
+        return one(st, Const(isinstance(args[0], Tensor) and not args[0].nn))
+    if name == "torch.Size" and len(args) == 1:
+        items = seq_items(st, args[0])
+        if items is not None:
+            return one(st, new_tuple(items))
+    got = Unknown(f"result of {name}()", kind=UnknownKind.OPAQUE)
+    got.not_none = True
+    return one(st, got)
 
 
 @models("torch.nn.functional.linear")
