@@ -37,13 +37,14 @@ from routescope.analysis.engine.values import (
 )
 
 # tensor methods that give no tensor: Python numbers and bools (item, numel, equal), lists of
-# them (tolist), tuples (a size, strides), a storage; `size(i)` not known is an int
+# them (tolist), tuples (a size, strides), a storage, an array; `size(i)` not known is an int
+# (and type() with no argument, a string)
 NOT_TENSORS = frozenset(
     {
         "item", "tolist", "numel", "nelement", "data_ptr", "get_device", "element_size",
         "storage_offset", "stride", "size", "is_floating_point", "is_complex", "is_signed",
         "is_nonzero", "is_pinned", "is_shared", "is_inference", "equal", "allclose",
-        "untyped_storage", "storage", "dim_order", "has_names", "is_set_to", "__len__",
+        "untyped_storage", "storage", "dim_order", "has_names", "is_set_to", "__len__", "numpy",
     }
 )  # fmt: skip
 
@@ -166,7 +167,7 @@ def tensor_method(
         and -len(shape) <= args[0].value < len(shape)
     ):
         return shape[args[0].value]
-    if fn.name in NOT_TENSORS and not fn.tensor.nn:
+    if (fn.name in NOT_TENSORS or (fn.name == "type" and not args)) and not fn.tensor.nn:
         got = Unknown(f"{fn.name}() of a tensor", kind=UnknownKind.OPAQUE)
         got.not_none = True  # a number, a bool, a tuple, a storage: no tensor, never None
         return got

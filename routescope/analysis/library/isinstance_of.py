@@ -194,6 +194,8 @@ def isinstance_of(obj: Value, cls: Value) -> Value:
                 kind=UnknownKind.UNSUPPORTED,
             )
         if isinstance(t, External) and t.name == "torch.Tensor":
+            if isinstance(obj, Tensor) and (obj.nn or "").startswith(MODULE):
+                continue  # a torch.nn module (the engine holds one as a tensor): no tensor
             if isinstance(obj, Tensor):
                 return Const(True)
             if isinstance(obj, Const):
