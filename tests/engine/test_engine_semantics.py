@@ -1001,7 +1001,7 @@ def test_the_nn_module_attribute_lists_are_torch_s() -> None:
 @pytest.mark.parametrize(
     "method",
     ["max().item()", "tolist()", "numel()", "data_ptr()", "is_floating_point()", "stride()",
-     "equal(torch.empty(4))", "element_size()", "untyped_storage()", "size(int(os.environ['D']))"],
+     "equal(torch.empty(4))", "untyped_storage()", "size(int(os.environ['D']))"],
 )  # fmt: skip
 def test_a_tensor_method_that_gives_no_tensor_is_no_tensor(tmp_path: Path, method: str) -> None:
     """`t.item()`, `t.numel()`, `t.equal(u)`, ... give Python numbers, bools, tuples, storages:

@@ -38,10 +38,14 @@ from routescope.analysis.engine.values import (
 
 # tensor methods that give no tensor: Python numbers and bools (item, numel, equal), lists of
 # them (tolist), tuples (a size, strides), a storage, an array; `size(i)` not known is an int
-# (and type() with no argument, a string)
+# (and type() with no argument, a string). Not element_size() of a dtype not known: it is 1 to
+# 16, and code divides by what it divides (vLLM 0.33.0 trtllm_bf16_moe.py:39-40, `block_k = 128
+# // weight.element_size()` then `cols // block_k`): an unknown int, which may be 0 as far as the
+# engine bounds it (from below only), would raise a ZeroDivisionError no dtype gives; the tensor
+# it falls through to divides without raising (its own unsoundness: it passes as a tensor)
 NOT_TENSORS = frozenset(
     {
-        "item", "tolist", "numel", "nelement", "data_ptr", "get_device", "element_size",
+        "item", "tolist", "numel", "nelement", "data_ptr", "get_device",
         "storage_offset", "stride", "size", "is_floating_point", "is_complex", "is_signed",
         "is_nonzero", "is_pinned", "is_shared", "is_inference", "equal", "allclose",
         "untyped_storage", "storage", "dim_order", "has_names", "is_set_to", "__len__", "numpy",
