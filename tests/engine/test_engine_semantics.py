@@ -1040,7 +1040,11 @@ def test_torch_is_tensor_and_size_are_known(tmp_path: Path) -> None:
     body = """
 def route(x):
     shape = torch.Size([2, 8])
+    w = torch.nn.Parameter(torch.empty(2))
+    known = torch.is_tensor(w) and not torch.is_tensor(torch.nn.Linear(2, 2))
     if torch.is_tensor(x) and not torch.is_tensor(3) and shape[1] == 8 and len(shape) == 2:
+        if not known:
+            return torch.topk(x, 2)
         return topk_fast(x)
     return torch.topk(x, 2)
 """

@@ -40,5 +40,5 @@ def never_none(v: Value | None) -> bool:
     if isinstance(v, Const):
         return v.value is not None
     if isinstance(v, Unknown):
-        return v.truthy is True or v.not_none
+        return v.truthy is True or v.not_none or v.never_none
     return isinstance(v, _NEVER_NONE) or v.never_none

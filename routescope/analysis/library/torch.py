@@ -203,7 +203,8 @@ def _not_a_tensor(
     """What these give, where no model before this one knows it: no tensor, and not None
     (`torch.is_tensor` of a tensor or a constant is known)."""
     if name == "torch.is_tensor" and len(args) == 1 and isinstance(args[0], (Tensor, Const)):
-        return one(st, Const(isinstance(args[0], Tensor) and not args[0].nn))
+        held = args[0]  # (a torch.nn module is held as a tensor; a Parameter is a tensor)
+        return one(st, Const(isinstance(held, Tensor) and not (held.nn or "").startswith(MODULE)))
     if name == "torch.Size" and len(args) == 1:
         items = seq_items(st, args[0])
         if items is not None:
