@@ -13,6 +13,7 @@ from routescope.analysis.engine.values import (
     ModuleVal,
     Tensor,
     Unknown,
+    UnknownKind,
     Value,
 )
 
@@ -42,3 +43,11 @@ def never_none(v: Value | None) -> bool:
     if isinstance(v, Unknown):
         return v.truthy is True or v.not_none or v.never_none
     return isinstance(v, _NEVER_NONE) or v.never_none
+
+
+def opaque_not_none(reason: str) -> Unknown:
+    """What a library gives that routescope does not model but knows is no None (a number, a
+    bool, a tuple, a storage)."""
+    got = Unknown(reason, kind=UnknownKind.OPAQUE)
+    got.not_none = True
+    return got

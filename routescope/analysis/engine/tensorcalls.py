@@ -15,6 +15,7 @@ from typing import Any
 from routescope.analysis.engine.containers import new_tuple
 from routescope.analysis.engine.contents import FIELD
 from routescope.analysis.engine.intervals import bounded, low_of
+from routescope.analysis.engine.nones import opaque_not_none
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensors import (
@@ -172,9 +173,7 @@ def tensor_method(
     ):
         return shape[args[0].value]
     if (fn.name in NOT_TENSORS or (fn.name == "type" and not args)) and not fn.tensor.nn:
-        got = Unknown(f"{fn.name}() of a tensor", kind=UnknownKind.OPAQUE)
-        got.not_none = True  # a number, a bool, a tuple, a storage: no tensor, never None
-        return got
+        return opaque_not_none(f"{fn.name}() of a tensor")  # a number, a bool, a tuple, ...
     made = fn.tensor.made_at or made_at()
     pair = torch_pair(fn.name, fn.tensor, args, kwargs, st.claims, made)
     if pair is not None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from routescope.analysis.engine.bound import LIBRARY
 from routescope.analysis.engine.containers import new_tuple
 from routescope.analysis.engine.contents import seq_items
+from routescope.analysis.engine.nones import opaque_not_none
 from routescope.analysis.engine.sinks import producer_of, role_of
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensorcalls import (
@@ -34,6 +35,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library.isinstance_of import isinstance_of
 from routescope.analysis.library.modules import BUFFER, MODULE, module_members, torch_module
 from routescope.analysis.library.modules import PARAMETER as PARAMETER_KIND
 from routescope.analysis.library.registry import Paths, models, one
@@ -165,7 +167,7 @@ def _default_dtype(
 
 
 # torch functions that give no tensor: bools, numbers, dtypes, a dtype's limits, a generator
-NOT_TENSORS = (
+NOT_TENSOR_FUNCTIONS = (
     "torch.equal",
     "torch.allclose",
     "torch.is_tensor",
@@ -191,7 +193,7 @@ NOT_TENSORS = (
 )
 
 
-@models(*NOT_TENSORS)
+@models(*NOT_TENSOR_FUNCTIONS)
 def _not_a_tensor(
     eng: EngineBase,
     st: PathState,
@@ -201,17 +203,16 @@ def _not_a_tensor(
     node: ast.AST | None,
 ) -> Paths | None:
     """What these give, where no model before this one knows it: no tensor, and not None
-    (`torch.is_tensor` of a tensor or a constant is known)."""
-    if name == "torch.is_tensor" and len(args) == 1 and isinstance(args[0], (Tensor, Const)):
-        held = args[0]  # (a torch.nn module is held as a tensor; a Parameter is a tensor)
-        return one(st, Const(isinstance(held, Tensor) and not (held.nn or "").startswith(MODULE)))
+    (`torch.is_tensor(x)`, which is `isinstance(x, torch.Tensor)`, where that is known)."""
+    if name == "torch.is_tensor" and len(args) == 1:
+        known = isinstance_of(args[0], External("torch.Tensor"))
+        if isinstance(known, Const):
+            return one(st, known)
     if name == "torch.Size" and len(args) == 1:
         items = seq_items(st, args[0])
         if items is not None:
             return one(st, new_tuple(items))
-    got = Unknown(f"result of {name}()", kind=UnknownKind.OPAQUE)
-    got.not_none = True
-    return one(st, got)
+    return one(st, opaque_not_none(f"result of {name}()"))
 
 
 @models("torch.nn.functional.linear")
