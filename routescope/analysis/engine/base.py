@@ -105,6 +105,7 @@ class EngineBase:
     config_classes: dict[int, tuple[Instance, ClassVal]]
     _texts: dict[int, tuple[ast.AST, str]]
     _decided: dict[tuple[Any, ...], tuple[ast.expr, Decision]]
+    _literal_defaults: dict[int, tuple[ast.expr, Value]]
     _closure_env: dict[str, Value] | None
     _self_stack: list[tuple[Value | None, ClassVal | None, FunctionVal]]
     _sys_modules: ModuleTable | None  # made when code first reads sys.modules (imports.py)

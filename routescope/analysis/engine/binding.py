@@ -129,9 +129,8 @@ class BindingMixin(EngineBase):
         if fn.bound is not None and params and "staticmethod" not in fn.decorators:
             env[params[0].arg] = fn.bound
             params = params[1:]
-        defaults = list(a.defaults)
+        defaults = a.defaults
         first_default = len(params) - len(defaults)
-        mod_state = PathState(envs=[fn.module.globals])
         self.ctx.append(Ctx(fn.module, fn.module.relpath, fn.qualname))
         try:
             for i, p in enumerate(params):
@@ -142,7 +141,7 @@ class BindingMixin(EngineBase):
                 elif fn.defaults is not None and p.arg in fn.defaults:
                     env[p.arg] = fn.defaults[p.arg]
                 elif i >= first_default:
-                    env[p.arg] = self._default(mod_state, defaults[i - first_default], fn, p.arg)
+                    env[p.arg] = self._default(defaults[i - first_default], fn, p.arg)
                 else:
                     env[p.arg] = Unknown(f"argument {p.arg} not given", kind=UnknownKind.INPUT)
             for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
@@ -151,7 +150,7 @@ class BindingMixin(EngineBase):
                 elif fn.defaults is not None and p.arg in fn.defaults:
                     env[p.arg] = fn.defaults[p.arg]
                 elif d is not None:
-                    env[p.arg] = self._default(mod_state, d, fn, p.arg)
+                    env[p.arg] = self._default(d, fn, p.arg)
                 else:
                     env[p.arg] = Unknown(f"argument {p.arg} not given", kind=UnknownKind.INPUT)
             if a.vararg:
@@ -164,8 +163,18 @@ class BindingMixin(EngineBase):
             self.ctx.pop()
         return env
 
-    def _default(self, st: PathState, node: ast.expr, fn: FunctionVal, name: str) -> Value:
-        got = self.ev(st.fork(), node)
+    def _default(self, node: ast.expr, fn: FunctionVal, name: str) -> Value:
+        """A module-level function's default, evaluated in its module's globals. A literal
+        (`None`, `False`, `128`: most defaults) is the same constant at every call, made once
+        per parameter; anything else is evaluated again (on a throw-away path)."""
+        if type(node) is ast.Constant:
+            known = self._literal_defaults.get(id(node))
+            if known is not None and known[0] is node:
+                return known[1]
+        got = self.ev(PathState(envs=[fn.module.globals]), node)
         v = got[0][1] if got else Unknown("default", kind=UnknownKind.UNSUPPORTED)
         where = f"default of {name} at {fn.module.relpath}:{node.lineno}"
-        return Const(v.value, (*v.origins, where)) if isinstance(v, Const) else v
+        made = Const(v.value, (*v.origins, where)) if isinstance(v, Const) else v
+        if type(node) is ast.Constant:
+            self._literal_defaults[id(node)] = (node, made)  # the node is kept: its id stays its
+        return made

@@ -129,7 +129,13 @@ class ConditionsMixin(EngineBase):
                         tuple(self.inputs(st, test)), tuple(parts), reason, kind)  # fmt: skip
 
     def peek(self, st: PathState, node: ast.expr) -> Value | None:
-        """Re-evaluate a side-effect-free operand on a scratch copy of the path."""
+        """Re-evaluate a side-effect-free operand on a scratch copy of the path. A name is read
+        on the path itself (a read changes nothing on it; two in three operands read are names)
+        unless reading it raises, which a scratch copy keeps off this path."""
+        if type(node) is ast.Name:
+            v = self.lookup_name(st, node.id)
+            if not (isinstance(v, Unknown) and v.exc is not None):
+                return v
         try:
             results = self.ev(st.scratch(), node)
         except BudgetExceeded:

@@ -111,6 +111,7 @@ class Engine(
         self._texts: dict[int, tuple[ast.AST, str]] = {}  # id(node) -> (node, its source)
         self._names_in: dict[int, tuple[ast.expr, list[tuple[ast.expr, str]]]] = {}
         self._decided: dict[tuple[Any, ...], tuple[ast.expr, Decision]] = {}  # see make_decision
+        self._literal_defaults: dict[int, tuple[ast.expr, Value]] = {}  # see BindingMixin._default
         # set-up code that raises for want of runtime state no phase builds (process groups
         # and ranks of a running worker): a call that raises uncaught reads as returning an
         # unknown value, while `tolerant` (see phases/setup.run_phase)
