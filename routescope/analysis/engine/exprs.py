@@ -343,8 +343,10 @@ class ExprMixin(EngineBase):
         kw_nodes = [k for k in node.keywords if k.arg is not None]
         star_kw = [k.value for k in node.keywords if k.arg is None]
         for s, head in self.ev_seq(st, [node.func, *node.args]):
-            fn, args = head[0], head[1:]
-            for s2, tail in self.ev_seq(s, [*(k.value for k in kw_nodes), *star_kw]):
+            fn, args = head[0], head[1:]  # (no keywords, the commonest: nothing more to read)
+            more = [*(k.value for k in kw_nodes), *star_kw]
+            tails: list[tuple[PathState, list[Value]]] = self.ev_seq(s, more) if more else [(s, [])]
+            for s2, tail in tails:
                 kwvals, extras = tail[: len(kw_nodes)], tail[len(kw_nodes) :]
                 kwargs = {k.arg: v for k, v in zip(kw_nodes, kwvals, strict=True) if k.arg}
                 for extra in extras:
