@@ -108,7 +108,9 @@ def _list_method(
             st.store(lst, kept)
             return Const(None)
         st.store(lst, Seq(None, _unknown(f"a list.{name}() of unknown contents")))
-        return _unknown(f"list.{name}() of unknown contents")
+        why = _unknown(f"list.{name}() of unknown contents")
+        fails = _may_fail(st, seq, name, items, args)
+        return may_raise(fails, why) if fails else why
     new, value = changed
     st.store(lst, Seq(new))
     return value
@@ -135,6 +137,21 @@ def _list_raises(st: PathState, name: str, items: list[Value] | None,
 _LIST_CHANGES = frozenset(
     {"append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear"}
 )
+
+
+def _may_fail(
+    st: PathState, seq: Seq, name: str, items: list[Value] | None, args: list[Value]
+) -> str | None:
+    """What a pop or remove the contents do not decide may raise: list.pop() of a list perhaps
+    empty (a loop's pops from it) or of a position perhaps past its end, list.remove() of an
+    item perhaps not there; None where it cannot."""
+    if name == "pop":
+        sure = not args and any(not perhaps for _, perhaps in seq.layout() or ())
+        return None if sure else "IndexError"
+    if name == "remove" and len(args) == 1:
+        found = items is not None and any(equal(st, v, args[0]) is True for v in items)
+        return None if found else "ValueError"
+    return None
 
 
 def _unknown_length_change(st: PathState, seq: Seq, name: str, args: list[Value]) -> Seq | None:
@@ -219,6 +236,7 @@ def _dict_method(
         # pop
         if found is None:
             return default or raises("KeyError", "dict.pop() of a missing key")
+        perhaps = default is None and contains(st, d, key) is not True  # (then KeyError)
         if k is UNTOLD:
             st.store(
                 d,
@@ -229,6 +247,13 @@ def _dict_method(
             )
         else:
             st.store(d, e.without(k))
+        if perhaps:
+            why = (
+                found
+                if isinstance(found, Unknown)
+                else _unknown("dict.pop() of a key perhaps there")
+            )
+            return may_raise("KeyError", why, None if isinstance(found, Unknown) else found)
         return found
     if name == "update":
         new = e
