@@ -55,7 +55,7 @@ FEATURES = frozenset({
     "dataclass_eq", "dicts", "dict_keys_collide", "lists", "list_mutation", "sets", "try",
     "finally", "raise", "reraise", "cache", "lru_cache", "lru_cache_bounded", "cache_global",
     "module_state", "module_if", "module_loop", "global_write", "imports", "import_module",
-    "package_init", "implicit_raise", "early_return",
+    "package_init", "implicit_raise", "early_return", "container_ops",
 })  # fmt: skip
 
 
@@ -284,6 +284,8 @@ class Gen:
                 opts.append((2, lambda: self._dict_int(sc, d)))
             if [v for v in sc.of("list") if v.items == "int"]:
                 opts.append((1, lambda: self._list_item(sc)))
+            if sc.of("list", "dict") and self.ok("container_ops"):
+                opts.append((2, lambda: self._container_int(sc, d)))
             if sc.classes and self.ok("class_attrs"):
                 opts.append((1, lambda: self._class_attr_read(sc)))
         if sc.of("list", "dict", "set", "seq"):
@@ -330,6 +332,44 @@ class Gen:
             self.use("implicit_raise")
             return f"{v.expr}[{self.pick(('0', '-1', '1'))}]"  # IndexError when too short
         return f"({v.expr}[{self.pick(('0', '-1'))}] if {v.expr} else -1)"
+
+    def _container_int(self, sc: Scope, d: int) -> str:
+        """An int the builtins and comprehensions make of a list of ints or a dict (whose values
+        are ints): sum, max/min with a default, sorted, count, any, a filtered comprehension."""
+        ints = [v for v in sc.of("list") if v.items == "int"]
+        dicts = sc.of("dict")
+        self.use("container_ops")
+        lit = self.pick(INT_LITS)
+        x = self.fresh("q")
+        if dicts and (not ints or self.flag()):
+            v = self.pick(dicts).expr
+            self.use("dicts")
+            form = self.n(0, 2)
+            if form == 0:
+                return f"sum({v}.values())"
+            if form == 1:
+                return f"sum({x}v for {x}k, {x}v in {v}.items() if {x}k != {self.key_expr(sc)})"
+            return f"len([{x} for {x} in {v} if {x} in {v}])"
+        if not ints:
+            return lit
+        v = self.pick(ints).expr
+        self.use("lists")
+        form = self.n(0, 7)
+        if form == 0:
+            return f"sum({v})"
+        if form == 1:
+            return f"{self.pick(('max', 'min'))}({v}, default={lit})"
+        if form == 2:
+            return f"(sorted({v})[{self.pick(('0', '-1'))}] if {v} else {lit})"
+        if form == 3:
+            return f"sum(1 for {x} in {v} if {x} > {self.int_expr(sc, d - 1)})"
+        if form == 4:
+            return f"len([{x} for {x} in {v} if {x} % 2])"
+        if form == 5:
+            return f"(1 if {self.pick(('any', 'all'))}({x} > {lit} for {x} in {v}) else 0)"
+        if form == 6:
+            return f"{v}.count({self.int_expr(sc, d - 1)})"
+        return f"next(iter({v}), {lit})"
 
     def _dict_int(self, sc: Scope, d: int) -> str:
         v = self.pick(sc.of("dict"))
@@ -734,7 +774,29 @@ class Gen:
             return [f"if {v.expr}:", f"    {v.expr}[{self.pick(('0', '-1'))}] = {item()}"]
         if form == 5 and v.rebind:
             return [f"{v.expr} = {v.expr} + [{item()}]"]
+        if self.ok("container_ops") and self.flag():
+            return self._list_op(v, item, sc)
         return [f"{v.expr}.append({item()})"]
+
+    def _list_op(self, v: Var, item: Callable[[], str], sc: Scope) -> list[str]:
+        """list.remove (ValueError when the item is not there), insert, reverse, sort (ints
+        only), clear, a slice rebound."""
+        self.use("container_ops")
+        form = self.n(0, 4)
+        if form == 0:
+            x = item()
+            if self.flag("implicit_raise"):
+                self.use("implicit_raise")
+                return [f"{v.expr}.remove({x})"]
+            self.use("in")
+            return [f"if {x} in {v.expr}:", f"    {v.expr}.remove({x})"]
+        if form == 1:
+            return [f"{v.expr}.insert({self.pick(('0', '1', '-1'))}, {item()})"]
+        if form == 2:
+            return [f"{v.expr}.{'sort' if v.items == 'int' and self.flag() else 'reverse'}()"]
+        if form == 3 and v.rebind:
+            return [f"{v.expr} = {v.expr}[{self.pick(('1:', ':-1', '::2'))}]"]
+        return [f"{v.expr}.clear()"]
 
     def s_dict(self, sc: Scope, ctx: Ctx) -> list[str]:
         v = self.pick([v for v in sc.of("dict") if not v.frozen[0]])
@@ -749,10 +811,30 @@ class Gen:
         if form == 2:
             self.use("in")
             return [f"if {k} in {v.expr}:", f"    {v.expr}[{k}] += {self.int_expr(sc, 1)}"]
+        if self.ok("container_ops") and self.flag():
+            return self._dict_op(v, k, targets, sc)
         scalars = [t for t in sc.of("scalar") if t.rebind]
         if scalars:
             return [f"{self.pick(scalars).expr} = {v.expr}.get({k})"]
         return [f"{v.expr}[{k}] = {self.int_expr(sc, 1)}"]
+
+    def _dict_op(self, v: Var, k: str, targets: list[Var], sc: Scope) -> list[str]:
+        """dict.pop with and without a default (KeyError when missing), setdefault, del,
+        update."""
+        self.use("container_ops")
+        form = self.n(0, 3)
+        if form == 0 and targets:
+            t = self.pick(targets).expr
+            if self.flag("implicit_raise"):
+                self.use("implicit_raise")
+                return [f"{t} = {v.expr}.pop({k})"]
+            return [f"{t} = {v.expr}.pop({k}, {self.pick(INT_LITS)})"]
+        if form == 1:
+            return [f"{v.expr}.setdefault({k}, {self.int_expr(sc, 1)})"]
+        if form == 2:
+            self.use("in")
+            return [f"if {k} in {v.expr}:", f"    del {v.expr}[{k}]"]
+        return [f"{v.expr}.update({{{k}: {self.int_expr(sc, 1)}}})"]
 
     def s_set(self, sc: Scope, ctx: Ctx) -> list[str]:
         v = self.pick(sc.of("set"))
