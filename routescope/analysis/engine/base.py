@@ -106,6 +106,9 @@ class EngineBase:
     _texts: dict[int, tuple[ast.AST, str]]
     _decided: dict[tuple[Any, ...], tuple[ast.expr, Decision]]
     _literal_defaults: dict[int, tuple[ast.expr, Value]]
+    # while a def statement runs: the ways evaluating its defaults raised (None: no def
+    # statement is running, as for a lambda's defaults)
+    def_raises: list[PathState] | None = None
     _closure_env: dict[str, Value] | None
     _self_stack: list[tuple[Value | None, ClassVal | None, FunctionVal]]
     _sys_modules: ModuleTable | None  # made when code first reads sys.modules (imports.py)

@@ -274,3 +274,15 @@ def write_item(st: PathState, obj: DictVal | ListVal, idx: Value, v: Value) -> P
         why = Unknown("a list item written at an unknown place", kind=UnknownKind.UNSUPPORTED)
         st.store(obj, Seq(None, why))
     return None
+
+
+def one_key_gone(e: Entries, reason: str) -> Entries:
+    """A dict's entries after one key routescope cannot tell was removed (`del d[k]`,
+    `d.pop(k)`): each key there was is perhaps there still, with its value; no other."""
+    rest = e.rest
+    if rest is not None and not isinstance(rest, OpenKeys):
+        return Entries({}, rest)
+    keys = frozenset(e.items) | (rest.keys if rest is not None else frozenset())
+    values = {h: v for h, (_kv, v) in e.items.items()}
+    values.update(rest.values if rest is not None else {})
+    return Entries({}, OpenKeys(keys, reason, values) if keys else None)

@@ -17,6 +17,7 @@ from routescope.analysis.engine.conditions import ConditionsMixin
 from routescope.analysis.engine.construct import ConstructMixin
 from routescope.analysis.engine.containers import DictVal
 from routescope.analysis.engine.definitions import DefinitionsMixin
+from routescope.analysis.engine.deletes import DeletesMixin
 from routescope.analysis.engine.exceptions import ExceptionsMixin
 from routescope.analysis.engine.exprs import ExprMixin
 from routescope.analysis.engine.externals import ExternalsMixin
@@ -51,6 +52,7 @@ class Engine(
     ConditionsMixin,
     ComprehensionsMixin,
     StmtMixin,
+    DeletesMixin,
     LoopsMixin,
     WithMixin,
     ImportsMixin,

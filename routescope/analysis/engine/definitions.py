@@ -147,6 +147,8 @@ class DefinitionsMixin(EngineBase):
             return res[0][1]
         del st.frames[frames:]  # (calls entered on `st` itself must not stay entered)
         del st.envs[envs:]
+        if self.def_raises is not None:  # the ways it raises: the def statement raises there
+            self.def_raises.extend(s for s, _ in res if s.raising is not None and s is not st)
         ways = [(s, v) for s, v in res if s.raising is None and not s.stopped]
         if not ways:
             return None

@@ -24,6 +24,7 @@ from routescope.analysis.engine.contents import (
     entries,
     index_of,
     iteration,
+    one_key_gone,
     seq_items,
     snapshot,
 )
@@ -237,14 +238,8 @@ def _dict_method(
         if found is None:
             return default or raises("KeyError", "dict.pop() of a missing key")
         perhaps = default is None and contains(st, d, key) is not True  # (then KeyError)
-        if k is UNTOLD:
-            st.store(
-                d,
-                Entries(
-                    {h: (kv, _unknown("perhaps popped")) for h, (kv, _v) in e.items.items()},
-                    _unknown("a dict popped by an unknown key"),
-                ),
-            )
+        if k is UNTOLD:  # (each key perhaps popped: perhaps there still, no other)
+            st.store(d, one_key_gone(e, "a dict popped by a key routescope cannot tell"))
         else:
             st.store(d, e.without(k))
         if perhaps:

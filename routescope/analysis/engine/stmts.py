@@ -151,17 +151,6 @@ class StmtMixin(EngineBase):
             return True
         return False
 
-    def ex_Delete(self, st: PathState, node: ast.Delete) -> list[Outcome]:
-        """`del name` unbinds a local or module-level name (an item or attribute deleted, or a
-        name declared global, is not tracked)."""
-        declared = st.env.get(GLOBALS_KEY)
-        for target in node.targets:
-            if isinstance(target, ast.Name) and not (
-                isinstance(declared, Const) and target.id in declared.value
-            ):
-                st.env.pop(target.id, None)
-        return [(st, "normal", None)]
-
     def ex_Global(self, st: PathState, node: ast.Global) -> list[Outcome]:
         declared = st.env.get(GLOBALS_KEY)
         names = set(declared.value) if isinstance(declared, Const) else set()
@@ -344,8 +333,15 @@ class StmtMixin(EngineBase):
         return out
 
     def ex_FunctionDef(self, st: PathState, node: ast.FunctionDef) -> list[Outcome]:
-        st.env[node.name] = self.define_function(st, node)
-        return [(st, "normal", None)]
+        """The function bound; where evaluating a default raised on some ways (`k=d[key]`),
+        the statement raises on those (Python binds nothing there)."""
+        outer, self.def_raises = self.def_raises, []
+        try:
+            st.env[node.name] = self.define_function(st, node)
+            raised = self.def_raises
+        finally:
+            self.def_raises = outer
+        return [(st, "normal", None), *((s, "normal", None) for s in raised)]
 
     ex_AsyncFunctionDef = ex_FunctionDef
 
