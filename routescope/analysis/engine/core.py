@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from routescope.analysis.engine.augassign import AugAssignMixin
 from routescope.analysis.engine.base import Ctx, ModuleSource
 from routescope.analysis.engine.binding import BindingMixin
 from routescope.analysis.engine.budget import Budget
@@ -52,6 +53,7 @@ class Engine(
     ConditionsMixin,
     ComprehensionsMixin,
     StmtMixin,
+    AugAssignMixin,
     DeletesMixin,
     LoopsMixin,
     WithMixin,
@@ -114,6 +116,7 @@ class Engine(
         self._names_in: dict[int, tuple[ast.expr, list[tuple[ast.expr, str]]]] = {}
         self._decided: dict[tuple[Any, ...], tuple[ast.expr, Decision]] = {}  # see make_decision
         self._literal_defaults: dict[int, tuple[ast.expr, Value]] = {}  # see BindingMixin._default
+        self._aug: dict[int, tuple[ast.AugAssign, ast.expr, ast.expr]] = {}  # see ex_AugAssign
         # set-up code that raises for want of runtime state no phase builds (process groups
         # and ranks of a running worker): a call that raises uncaught reads as returning an
         # unknown value, while `tolerant` (see phases/setup.run_phase)

@@ -8,11 +8,10 @@ from typing import cast
 from routescope.analysis.engine.base import _HANDLERS, _UNSEEN, EngineBase, Outcome, handler
 from routescope.analysis.engine.binding import NONLOCAL_KEY
 from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import DictVal, Entries, ListVal, Seq, SetVal
-from routescope.analysis.engine.contents import entries, iteration, seq_items, write_item
+from routescope.analysis.engine.containers import DictVal, ListVal
+from routescope.analysis.engine.contents import iteration, write_item
 from routescope.analysis.engine.implicit import returned
 from routescope.analysis.engine.merging import merge_paths, merge_raised
-from routescope.analysis.engine.sequences import merged, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
@@ -110,46 +109,6 @@ class StmtMixin(EngineBase):
             self.assign(s, node.target, v)
             out.append((s, "normal", None))
         return out
-
-    def ex_AugAssign(self, st: PathState, node: ast.AugAssign) -> list[Outcome]:
-        """`x op= y`: a list, dict or set changes in place (`+=` extends, `|=` updates), so
-        every name for it sees the change; anything else is `x = x op y`."""
-        load = as_load(node.target)
-        out: list[Outcome] = []
-        for s, (cur, more) in self.ev_seq(st, [load, node.value]):
-            if self._in_place(s, node.op, cur, more):
-                out.append((s, "normal", None))
-                continue
-            called = self.overloaded(s, node.op, cur, more, node, inplace=True)
-            if called is None:  # no framework class's own operator: the builtin one
-                expr = ast.copy_location(ast.BinOp(left=load, op=node.op, right=node.value), node)
-                called = [(s, self.binop(s, expr, cur, more))]
-            for s2, v in called:
-                if s2.raising is None:
-                    self.assign(s2, node.target, v)
-                out.append((s2, "normal", None))
-        return out
-
-    def _in_place(self, st: PathState, op: ast.operator, cur: Value, more: Value) -> bool:
-        if isinstance(cur, ListVal) and isinstance(op, ast.Add):
-            items, extra = seq_items(st, cur), iteration(more, st)
-            why = Unknown("a list extended by unknown items", kind=UnknownKind.UNSUPPORTED)
-            st.store(
-                cur,
-                Seq([*items, *extra])
-                if items is not None and extra is not None
-                else Seq(None, why),
-            )
-            return True
-        if isinstance(cur, DictVal) and isinstance(op, ast.BitOr) and isinstance(more, DictVal):
-            st.store(cur, merged(entries(st, cur), entries(st, more)))
-            return True
-        if isinstance(cur, SetVal) and isinstance(op, (ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)):
-            made = set_algebra(st, op, cur, more)
-            why = Unknown("a set changed by an unknown operand", kind=UnknownKind.UNSUPPORTED)
-            st.store(cur, entries(st, made) if isinstance(made, SetVal) else Entries({}, why))
-            return True
-        return False
 
     def ex_Global(self, st: PathState, node: ast.Global) -> list[Outcome]:
         declared = st.env.get(GLOBALS_KEY)
@@ -371,17 +330,6 @@ def yielded_outcome(st: PathState) -> Outcome:
     """A context manager's generator reached its yield: the function stops there."""
     value, st.yielded = st.yielded, None
     return (st, "yield", value)
-
-
-def as_load(target: ast.expr) -> ast.expr:
-    """The augmented target read as an expression (x.y += 1 reads x.y)."""
-    import copy
-
-    expr = copy.deepcopy(target)
-    for sub in ast.walk(expr):
-        if hasattr(sub, "ctx"):
-            sub.ctx = ast.Load()
-    return expr
 
 
 def unpacked(v: Value) -> Value:

@@ -1,8 +1,10 @@
-"""`del` as Python deletes: a dict's key (KeyError where it is missing; perhaps, where the
-contents do not tell), a list's item or slice, an attribute, names, an object's __delitem__; and
-a def statement whose default raises on some inputs. Each program runs in CPython and in the
-engine (tests/engine/differential.py): with every input known the engine's one path is
-CPython's, with inputs unknown its paths cover CPython's outcome under every input."""
+"""Statements as CPython runs them: `del` (a dict's key, KeyError where it is missing, perhaps
+where the contents do not tell; a list's item or slice; an attribute; names; an object's
+__delitem__), a def statement whose default raises on some inputs, an augmented assignment whose
+target's parts are evaluated once, before its value (`d[k] += f()` where f changes k). Each
+program runs in CPython and in the engine (tests/engine/differential.py): with every input
+known the engine's one path is CPython's, with inputs unknown its paths cover CPython's outcome
+under every input."""
 
 from __future__ import annotations
 
@@ -24,6 +26,32 @@ PROGRAMS = {
     k.x = 1
     del k.x
     return hasattr(k, 'x')
+""",
+    "augassign_key_first": """
+    K = [0]
+
+    def bump():
+        K[0] += 1
+        return 10
+
+    D = {0: 1}
+    D[K[0]] += bump()
+    return (D, K)
+""",
+    "augassign_attr_once": """
+    class C:
+        def __init__(self):
+            self.v = 1
+
+    made = []
+
+    def obj():
+        made.append(1)
+        return c
+
+    c = C()
+    obj().v += 2
+    return (c.v, len(made))
 """,
     "delitem": """
     class M:
@@ -99,7 +127,7 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_the_engine_deletes_as_cpython_does(name: str) -> None:
+def test_the_engine_runs_the_statement_as_cpython_does(name: str) -> None:
     program = D.program_from_text(HEAD + PROGRAMS[name].strip("\n") + TAIL)
     failures = D.check_program(program, known_runs=2).failures(precision=True)
     assert not failures, "\n".join(str(d) for d in failures)
