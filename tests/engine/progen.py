@@ -344,32 +344,25 @@ class Gen:
         if dicts and (not ints or self.flag()):
             v = self.pick(dicts).expr
             self.use("dicts")
-            form = self.n(0, 2)
-            if form == 0:
-                return f"sum({v}.values())"
-            if form == 1:
-                return f"sum({x}v for {x}k, {x}v in {v}.items() if {x}k != {self.key_expr(sc)})"
-            return f"len([{x} for {x} in {v} if {x} in {v}])"
+            return str(self.pick((
+                lambda: f"sum({v}.values())",
+                lambda: f"sum({x}v for {x}k, {x}v in {v}.items() if {x}k != {self.key_expr(sc)})",
+                lambda: f"len([{x} for {x} in {v} if {x} in {v}])",
+            ))())  # fmt: skip
         if not ints:
             return lit
         v = self.pick(ints).expr
         self.use("lists")
-        form = self.n(0, 7)
-        if form == 0:
-            return f"sum({v})"
-        if form == 1:
-            return f"{self.pick(('max', 'min'))}({v}, default={lit})"
-        if form == 2:
-            return f"(sorted({v})[{self.pick(('0', '-1'))}] if {v} else {lit})"
-        if form == 3:
-            return f"sum(1 for {x} in {v} if {x} > {self.int_expr(sc, d - 1)})"
-        if form == 4:
-            return f"len([{x} for {x} in {v} if {x} % 2])"
-        if form == 5:
-            return f"(1 if {self.pick(('any', 'all'))}({x} > {lit} for {x} in {v}) else 0)"
-        if form == 6:
-            return f"{v}.count({self.int_expr(sc, d - 1)})"
-        return f"next(iter({v}), {lit})"
+        return str(self.pick((
+            lambda: f"sum({v})",
+            lambda: f"{self.pick(('max', 'min'))}({v}, default={lit})",
+            lambda: f"(sorted({v})[{self.pick(('0', '-1'))}] if {v} else {lit})",
+            lambda: f"sum(1 for {x} in {v} if {x} > {self.int_expr(sc, d - 1)})",
+            lambda: f"len([{x} for {x} in {v} if {x} % 2])",
+            lambda: f"(1 if {self.pick(('any', 'all'))}({x} > {lit} for {x} in {v}) else 0)",
+            lambda: f"{v}.count({self.int_expr(sc, d - 1)})",
+            lambda: f"next(iter({v}), {lit})",
+        ))())  # fmt: skip
 
     def _dict_int(self, sc: Scope, d: int) -> str:
         v = self.pick(sc.of("dict"))
