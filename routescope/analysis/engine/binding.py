@@ -176,5 +176,5 @@ class BindingMixin(EngineBase):
         where = f"default of {name} at {fn.module.relpath}:{node.lineno}"
         made = Const(v.value, (*v.origins, where)) if isinstance(v, Const) else v
         if type(node) is ast.Constant:
-            self._literal_defaults[id(node)] = (node, made)  # the node is kept: its id stays its
+            self._literal_defaults[id(node)] = (node, made)  # (the node kept: its id its own)
         return made
