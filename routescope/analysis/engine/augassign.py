@@ -27,12 +27,13 @@ class AugAssignMixin(EngineBase):
         store, load = self._aug_target(node)
         parts = _parts(node.target)
         out: list[Outcome] = []
+        held: list[PathState] = [st]  # (a module body's env is its globals: none stays there)
         for s0, got in self.ev_seq(st, parts) if parts else [(st, [])]:
             if s0.raising is not None:
                 out.append((s0, "normal", None))
                 continue
-            slots = dict(zip((OBJ, KEY), got, strict=False))
-            s0.env.update(slots)
+            held.append(s0)
+            s0.env.update(zip((OBJ, KEY), got, strict=False))
             for s, (cur, more) in self.ev_seq(s0, [load, node.value]):
                 if self._in_place(s, node.op, cur, more):
                     out.append((s, "normal", None))
@@ -46,7 +47,7 @@ class AugAssignMixin(EngineBase):
                     if s2.raising is None:
                         self.assign(s2, store, v)
                     out.append((s2, "normal", None))
-        for s, _, _ in out:
+        for s in [*held, *(s for s, _, _ in out)]:
             for slot in (OBJ, KEY):
                 s.env.pop(slot, None)
         return out
