@@ -79,6 +79,14 @@ PROGRAMS = {
     del L[a]
     return L
 """,
+    "list_slice_step_zero": """
+    L = [1, 2, 3]
+    try:
+        del L[::0]
+    except ValueError:
+        return 'raised'
+    return L
+""",
     "list_slice": """
     L = [1, 2, 3]
     del L[1:]

@@ -74,7 +74,7 @@ class DeletesMixin(EngineBase):
                 out.append(s)
             else:
                 obj = self.resolved(vals[0])
-                sliced = isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice)
+                sliced = isinstance(parts[-1], ast.Slice)
                 setter = _deleter(obj)
                 if setter is not None:  # an object's own __delitem__
                     called = self.call(s, setter.bind(obj), [vals[1]], {}, target)
@@ -132,8 +132,8 @@ def delete_item(st: PathState, obj: Value, idx: Value, sliced: bool = False) -> 
             kept = list(items)
             try:
                 del kept[idx.value]  # (a slice of known bounds: as Python deletes it)
-            except (TypeError, ValueError):
-                return ("TypeError", "slice indices must be integers", True)
+            except (TypeError, ValueError) as exc:  # (bounds not ints; a step of 0)
+                return (type(exc).__name__, str(exc), True)
             st.store(obj, Seq(kept))
             return None
         at = None if sliced else index_of(idx)
