@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measured import run_measured
+from measured import as_installed, run_measured
 from naive_read import naive
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +90,9 @@ def main() -> int:
     global PYTHON
     PYTHON = opts.python
     base: Path | None = opts.baseline.resolve() if opts.baseline else None
+    for checkout in (ROOT, base):
+        if checkout is not None:
+            as_installed(checkout, PYTHON)
     head = ("| case | cold (s) | naive script (s) | cold / naive | warm median (s) | warm max (s) "
             "| traced again, median (s) | peak memory (MB) |")  # fmt: skip
     rule = "|---|---:|---:|---:|---:|---:|---:|---:|"

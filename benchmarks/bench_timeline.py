@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measured import run_measured
+from measured import as_installed, run_measured
 from naive_read import naive
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +45,7 @@ def main() -> None:
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--skip-cold", action="store_true")
     args = ap.parse_args()
+    as_installed(ROOT, args.python)
     argv = [args.python, "-m", "routescope", "timeline", GLM5, "--framework", "sglang",
             "--gpu", "sm120", "--tp", "8", "--from", args.start, "--to", args.end]  # fmt: skip
     if args.jobs:

@@ -3,6 +3,11 @@
 Peak memory is the kernel's own account (`wait4`'s ru_maxrss): the largest resident set of the
 process and of every process it waited for (a timeline's workers), so "peak" is the largest
 single process, which is what the 1 GB per trace budget is about (Linux: kilobytes).
+
+Each benchmark first compiles routescope's own modules to bytecode (`as_installed`), as `pip
+install` of the wheel does: an editable install writes it on first import, unless
+PYTHONDONTWRITEBYTECODE is set, as it is on the machine the README's figures come from; there,
+without this, every process compiled routescope's ~200 modules again (0.25-0.3 s a process).
 """
 
 from __future__ import annotations
@@ -22,6 +27,12 @@ class Measured:
     returncode: int
     stdout: str
     stderr: str
+
+
+def as_installed(root: Path, python: str) -> None:
+    """The checkout at `root` with its bytecode compiled, as an installed wheel has it."""
+    subprocess.run([python, "-m", "compileall", "-q", str(root / "routescope")], check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
 
 
 def run_measured(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
