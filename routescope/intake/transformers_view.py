@@ -187,6 +187,7 @@ def class_view(
     if not isinstance(data, dict) or not ("error" in data or data.keys() >= _VIEW_KEYS):
         text = json.dumps(_build(raw, routing_path, class_name), sort_keys=True)
         atomic_write_text(path, text)
+        known_model_types()  # (transformers is imported now: what a trace asks later, cached)
         data = json.loads(text)  # as a later read gets it (tuples as lists): no cold/warm split
     if "error" in data:
         return str(data["error"])
@@ -198,3 +199,24 @@ def class_view(
         tuple(data["sub_configs"]),
         data["class_values"],
     )
+
+
+def known_model_types() -> tuple[str, frozenset[str]] | None:
+    """The installed transformers' version and the model_types its AutoConfig has a class for
+    (`CONFIG_MAPPING`), cached per version; None where transformers is not installed."""
+    version = _transformers_version()
+    if version is None:
+        return None
+    path = cache_root() / "intake" / f"transformers-{version}" / "model_types.json"
+    try:
+        names = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        names = None  # a missing or corrupt entry is read again from transformers
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        with _torch_hidden():
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            from transformers import CONFIG_MAPPING
+
+            names = sorted(str(k) for k in CONFIG_MAPPING.keys())  # noqa: SIM118 (a lazy mapping)
+        atomic_write_text(path, json.dumps(names))
+    return version, frozenset(names)

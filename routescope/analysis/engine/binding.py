@@ -21,8 +21,11 @@ from routescope.analysis.engine.values import (
 
 
 @functools.cache
-def parsed_summary(text: str) -> ast.expr:
-    return ast.parse(text, mode="eval").body
+def parsed_summary(text: str, line: int = 1) -> ast.expr:
+    """A summary's expression, at the line of the def it stands for: what it decides or
+    raises is shown there (`get_config` at config.py:336), not at a line 1 of that file."""
+    tree = ast.parse(text, mode="eval").body
+    return ast.increment_lineno(tree, line - 1) if line > 1 else tree
 
 
 # env slots: the frame a function's variables belong to, and the frames a closure reads from
@@ -103,7 +106,7 @@ class BindingMixin(EngineBase):
     ) -> Paths:
         """A rules summary of `fn` evaluated in its scope, its parameters bound to the call's
         arguments (or their defaults), the rules' bindings over them."""
-        expr = parsed_summary(text)
+        expr = parsed_summary(text, fn.node.lineno)
         env = self.bind(fn, list(args or ()), dict(kwargs or {}))
         env.update(self.facts.bindings)
         env["namespace"] = External("routescope.namespace")

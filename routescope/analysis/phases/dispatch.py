@@ -59,7 +59,7 @@ from routescope.analysis.phases.loader import (
 )
 from routescope.analysis.phases.model import ModelSite, find_block, find_model_class
 from routescope.analysis.phases.notes import Notes
-from routescope.analysis.phases.ownconfig import own_config
+from routescope.analysis.phases.ownconfig import auto_class, config_loading, own_config
 from routescope.analysis.phases.runphase import PHASE_STEPS
 from routescope.analysis.phases.setup import server_arguments
 from routescope.analysis.phases.stops import Stop, explicit_stops, known_arguments
@@ -164,6 +164,7 @@ def trace_dispatch(
                                 spec.routing_config_path, notes,
                                 lambda name: served_through(spec, name))  # fmt: skip
         facts.bindings["hf_config"] = served
+        config_loading(engine, rules, index.tree, spec, notes)
         inner = served.fields.get(spec.routing_config_path) if spec.routing_config_path else None
         config = inner if isinstance(inner, Instance) else served
     facts.bindings["routing_config"] = config  # (a wrapper's text config, else hf_config)
@@ -183,7 +184,7 @@ def trace_dispatch(
         )
     model_type = spec.model_type.value if isinstance(spec.model_type.value, str) else None
     library: LibraryModel | None = None
-    remote = _auto_model(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map"))
+    remote = auto_class(spec.outer_view.get("auto_map") or spec.config_view.get("auto_map"))
     try:
         with phase(f"the model class of {arch}"):
             model_cls = find_model_class(engine, rules.data["models"], arch, model_type, remote)
@@ -392,9 +393,3 @@ def platform_objects(engine: Engine, rules: FrameworkRules) -> None:
         got = engine.evaluate_in(PathState(envs=[{}]), rules.data["package"], text, {})
         if len(got) == 1 and not isinstance(got[0][1], Unknown):
             engine.facts.attributes[name] = got[0][1]
-
-
-def _auto_model(auto_map: object) -> str | None:
-    """The checkpoint's remote-code model class (config.json `auto_map.AutoModel`), if any."""
-    entry = auto_map.get("AutoModel") if isinstance(auto_map, dict) else None
-    return entry if isinstance(entry, str) else None

@@ -98,6 +98,13 @@ def _fact(text: str, gpu: GpuProfile, origin: str, gpus: int = 1) -> Value:
         raise RoutescopeError(origin, f"fact {text!r} is not a Python literal") from None
 
 
+# What the rules' summaries of a release's `get_config` read (`hf_config if model_type_known or
+# (remote_config and trust_remote_code) else model_type_unknown`): until the checkpoint is read
+# (ownconfig.config_loading), that AutoConfig has a class for its model_type.
+LOADS: dict[str, Value] = {"model_type_known": Const(True), "remote_config": Const(False),
+                           "model_type_unknown": Const(None)}  # fmt: skip
+
+
 def build_facts(
     rules: FrameworkRules,
     gpu: GpuProfile,
@@ -128,7 +135,7 @@ def build_facts(
         )
         for s in d["sinks"]
     ]
-    return Facts(
+    facts = Facts(
         attributes=attributes,
         calls=calls,
         env=dict(env),
@@ -141,6 +148,8 @@ def build_facts(
         source=str(rules.path),
         given_packages=frozenset(packages or {}),
     )
+    facts.bindings.update(LOADS)
+    return facts
 
 
 def of_the_release(

@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.state import PathState
@@ -29,14 +32,19 @@ from routescope.analysis.engine.values import (
     External,
     Instance,
     Unknown,
+    UnknownKind,
     Value,
     describe,
+    raises,
 )
 from routescope.analysis.phases.checkpoint import config_value
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.runphase import PHASE_STEPS
 from routescope.analysis.phases.trace import resolve_entry
+from routescope.errors import RoutescopeError
 from routescope.intake.aliases import ALIASES
+from routescope.intake.spec import RoutingSpec
+from routescope.intake.transformers_view import known_model_types
 from routescope.timing import phase
 
 # the routing fields' spellings (a top-level name of each): what the note lists when the
@@ -262,3 +270,96 @@ def _class_attributes(
 
 def _from_file(v: Value | None) -> bool:
     return isinstance(v, Const) and any(o.startswith("config.json") for o in v.origins)
+
+
+def auto_class(auto_map: object, auto: str = "AutoModel") -> str | None:
+    """The checkpoint's remote-code class (config.json `auto_map.AutoModel`), if any."""
+    entry = auto_map.get(auto) if isinstance(auto_map, dict) else None
+    return entry if isinstance(entry, str) and entry else None
+
+
+def config_loading(
+    engine: Engine, rules: FrameworkRules, tree: Any, spec: RoutingSpec, notes: list[str]
+) -> None:
+    """Whether the server's `get_config` can build a config for the checkpoint's model_type.
+    AutoConfig has a class for it where transformers has one or the release registers one (its
+    registry, or `AutoConfig.register` in a file under the rules' `config_sources`); else only
+    the class config.json names (auto_map AutoConfig) loads it, with trust_remote_code, and
+    otherwise AutoConfig raises ValueError and the server stops. "No class" is said only where
+    no transformers the release admits can have one: routescope's own has none and is at least
+    as new as the newest the release's requirement allows (transformers adds model types, it
+    does not drop them); where the release allows newer, it is not decided, and a note says
+    what the answer assumes. The summaries read the facts as bindings (frameworks.LOADS)."""
+    out = engine.facts.bindings
+    own = auto_class(spec.config_file.get("auto_map"), "AutoConfig")
+    named = f"config.json auto_map AutoConfig = {own}" if own else ""
+    out["remote_config"] = Const(bool(named), (named or "config.json: no auto_map AutoConfig",))
+    model_type = spec.model_type.value
+    prefixes = tuple(rules.data.get("config_sources", ()))
+    if not isinstance(model_type, str) or not prefixes:
+        return
+    if registered(engine, rules, model_type) is not None:  # (undecided: not told "none")
+        return
+    known = known_model_types()
+    if known is None or model_type in known[1] or _spelled(tree, prefixes, model_type):
+        return  # (a file that names it may register it)
+    version = known[0]
+    requirement = _requirement(tree)
+    none_here = (
+        f"transformers {version} (routescope's) has no config class for model_type "
+        f"{model_type!r}, the release registers none (no file under {', '.join(prefixes)} "
+        f"names it) and config.json "
+        + (f"names its own class ({own}), which loads with --trust-remote-code only" if named
+           else "names no class of its own (auto_map AutoConfig)")
+    )  # fmt: skip
+    if requirement is None or not _bounded_by(requirement, version):
+        why = (f"whether the server's transformers (the release requires "
+               f"{requirement or 'any'}) has a config class for model_type {model_type!r}: "
+               f"{none_here}")  # fmt: skip
+        server = ("the server's transformers",)
+        out["model_type_known"] = Unknown(why, server, kind=UnknownKind.INPUT)
+        notes.append(f"assumed: the server's transformers has a config class for model_type "
+                     f"{model_type!r}, which transformers {version} here lacks; with one that "
+                     f"lacks it too, get_config's AutoConfig raises ValueError and the server "
+                     f"stops (the release requires {requirement or 'any'})")  # fmt: skip
+    else:
+        out["model_type_known"] = Const(False, (f"the release requires {requirement}",))
+    out["model_type_unknown"] = raises(
+        "ValueError", f"AutoConfig cannot build a config for model_type {model_type!r}: "
+        f"no transformers the release allows ({requirement or 'any'}) need have one: {none_here}"
+    )  # fmt: skip
+
+
+def _spelled(tree: Any, prefixes: tuple[str, ...], model_type: str) -> bool:
+    """Whether a file under `prefixes` spells `model_type` (anywhere: over-approximated)."""
+    paths = [f for f in tree.files() if f.startswith(prefixes)]
+    tree.prefetch(paths)
+    needle = model_type.encode()
+    return any(needle in tree.read_bytes(f) for f in paths)
+
+
+def _requirement(tree: Any) -> str | None:
+    """The release's requirement on transformers (`transformers<5.23.0,>=5.16.1`), if any."""
+    try:
+        line = tree.metadata().requirement("transformers")
+    except (RoutescopeError, AttributeError, OSError, KeyError, ValueError):
+        return None
+    return line.split(";")[0].strip() if isinstance(line, str) else None
+
+
+def _bounded_by(requirement: str, version: str) -> bool:
+    """Whether every transformers `requirement` admits is no newer than `version`."""
+    try:
+        specs = Requirement(requirement).specifier
+        mine = Version(version)
+    except (InvalidRequirement, InvalidVersion):
+        return False
+    for spec in specs:
+        if spec.version.endswith(".*"):
+            continue
+        bound = Version(spec.version)
+        if spec.operator in ("==", "===", "<=") and bound <= mine:
+            return True
+        if spec.operator == "<" and bound <= mine:
+            return True
+    return False
