@@ -1,10 +1,11 @@
 """Finished reports, kept on disk under a key made of everything that decides them.
 
 A trace is a pure function of: the framework source (a published wheel's RECORD, which names
-every file by its sha256), the rule files, routescope's own code, the model's routing facts
-and the deployment. A CI job that re-runs the same check on an unchanged model and release
-reads the report back instead of tracing again. Sources that can change under the same name (a
-checkout) are never cached. Set ROUTESCOPE_TRACE_CACHE=0 to always trace.
+every file by its sha256), the rule files, routescope's own code, the installed transformers'
+version, the model's routing facts and the deployment. A CI job that re-runs the same check on
+an unchanged model and release reads the report back instead of tracing again. Sources that
+can change under the same name (a checkout) are never cached. Set ROUTESCOPE_TRACE_CACHE=0 to
+always trace.
 """
 
 from __future__ import annotations
@@ -57,8 +58,13 @@ def key_for(tree_fingerprint: str | None, parts: dict[str, Any]) -> str | None:
     """The cache key of one report, or None when it must not be cached."""
     if tree_fingerprint is None or not enabled():
         return None
+    # (the installed transformers: its config classes give the view of the file, and which
+    # model_types its AutoConfig knows decides whether get_config loads it)
+    from routescope.intake.transformers_view import transformers_version
+
+    head = {"format": FORMAT, "code": code_fingerprint(), "source": tree_fingerprint}
     blob = json.dumps(
-        {"format": FORMAT, "code": code_fingerprint(), "source": tree_fingerprint, **parts},
+        {**head, "transformers": transformers_version(), **parts},
         sort_keys=True,
         default=_plain,
     )

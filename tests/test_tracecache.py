@@ -57,6 +57,18 @@ def test_every_input_is_in_the_key(trace_cache_on: Path) -> None:
     assert k != tracecache.key_for("tree-a", {**base, "spec": "GLM-5.1"})
 
 
+def test_another_transformers_is_another_key(
+    trace_cache_on: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which model_types AutoConfig knows, and each class's defaults, come with the installed
+    transformers: a report traced under one is not read back under another."""
+    from routescope.intake import transformers_view
+
+    k = tracecache.key_for("tree", {"spec": "GLM-5"})
+    monkeypatch.setattr(transformers_view, "transformers_version", lambda: "99.0.0")
+    assert k != tracecache.key_for("tree", {"spec": "GLM-5"})
+
+
 def test_no_key_for_a_checkout_or_when_disabled(
     trace_cache_on: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -48,7 +48,8 @@ class SubConfig(dict):  # type: ignore[type-arg]
     """A sub-config's attributes (a config object, not a dict, where the framework reads it)."""
 
 
-def _transformers_version() -> str | None:
+def transformers_version() -> str | None:
+    """The installed transformers' version (None: not installed), without importing it."""
     try:
         return metadata.version("transformers")
     except metadata.PackageNotFoundError:
@@ -172,7 +173,7 @@ def class_view(
 ) -> ClassView | str:
     """The transformers attribute view (of the class for the file's model_type, or of
     transformers' `class_name`), or a string saying why there is none."""
-    version = _transformers_version()
+    version = transformers_version()
     if version is None:
         return "transformers is not installed"
     what: list[Any] = [raw, routing_path] if class_name is None else [raw, routing_path, class_name]
@@ -204,7 +205,7 @@ def class_view(
 def known_model_types() -> tuple[str, frozenset[str]] | None:
     """The installed transformers' version and the model_types its AutoConfig has a class for
     (`CONFIG_MAPPING`), cached per version; None where transformers is not installed."""
-    version = _transformers_version()
+    version = transformers_version()
     if version is None:
         return None
     path = cache_root() / "intake" / f"transformers-{version}" / "model_types.json"

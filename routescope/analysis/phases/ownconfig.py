@@ -273,7 +273,8 @@ def _from_file(v: Value | None) -> bool:
 
 
 def auto_class(auto_map: object, auto: str = "AutoModel") -> str | None:
-    """The checkpoint's remote-code class (config.json `auto_map.AutoModel`), if any."""
+    """The class config.json's `auto_map` names for `auto` (remote code: `AutoModel`,
+    `AutoConfig`), if any."""
     entry = auto_map.get(auto) if isinstance(auto_map, dict) else None
     return entry if isinstance(entry, str) and entry else None
 
