@@ -307,9 +307,8 @@ def config_loading(
     version = known[0]
     requirement = _requirement(tree)
     none_here = (
-        f"transformers {version} (routescope's) has no config class for model_type "
-        f"{model_type!r}, the release registers none (no file under {', '.join(prefixes)} "
-        f"names it) and config.json "
+        f"transformers {version} here has none, the release registers none (no file under "
+        f"{', '.join(prefixes)} names it) and config.json "
         + (f"names its own class ({own}), which loads with --trust-remote-code only" if named
            else "names no class of its own (auto_map AutoConfig)")
     )  # fmt: skip
@@ -326,8 +325,8 @@ def config_loading(
     else:
         out["model_type_known"] = Const(False, (f"the release requires {requirement}",))
     out["model_type_unknown"] = raises(
-        "ValueError", f"AutoConfig cannot build a config for model_type {model_type!r}: "
-        f"no transformers the release allows ({requirement or 'any'}) need have one: {none_here}"
+        "ValueError", f"AutoConfig has no config class for model_type {model_type!r} in any "
+        f"transformers the release allows ({requirement or 'any'}): {none_here}"
     )  # fmt: skip
 
 
