@@ -208,7 +208,7 @@ def known_model_types() -> tuple[str, frozenset[str]] | None:
     version = transformers_version()
     if version is None:
         return None
-    path = cache_root() / "intake" / f"transformers-{version}" / "model_types.json"
+    path = cache_root() / "intake" / f"model-types-transformers-{version}.json"
     try:
         names = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
