@@ -133,6 +133,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
 
     def compute() -> dict[str, Any]:  # (the engine is imported only when a trace runs)
         from routescope.analysis.phases.dispatch import trace_dispatch
+        from routescope.analysis.phases.runphase import TrialStopped
         from routescope.blockers import report_blockers
         from routescope.report import build_report
         from routescope.verdict.rules import load_oea_rules
@@ -155,8 +156,12 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
         def report_of(d: Any) -> tuple[dict[str, Any], Any]:
             runs[0] += 1
             label = "as deployed" if runs[0] == 1 else "of a changed deployment (a way out)"
-            with phase(f"trace {label}"):
-                dispatch = trace_dispatch(idx, rules, spec, d, version, tree.origin)
+            try:
+                with phase(f"trace {label}"):
+                    dispatch = trace_dispatch(idx, rules, spec, d, version, tree.origin,
+                                              trial=runs[0] > 1)  # fmt: skip
+            except TrialStopped as stopped:  # a way out asked only whether it is selected
+                return _stopped_trial(str(stopped)), None
             with phase("report and blockers"):
                 doc = build_report(spec, d, dispatch, idx)
                 notes, unread = report_blockers(doc, _metadata(tree), _provider_file)
@@ -258,3 +263,10 @@ def prefetch_closure(tree: Any, index: Any) -> None:
         return
     with contextlib.suppress(OSError):  # no marker: the next cold trace scans again
         atomic_write_text(marker, tree.origin + "\n")
+
+
+def _stopped_trial(why: str) -> dict[str, Any]:
+    """What a way-out trial says whose step the server runs raised on every way: not selected,
+    and why (nothing past the step was traced: the trial is not the report shown)."""
+    dispatch = {"status": "blocked", "incomplete": [why], "paths": [], "notes": []}
+    return {"dispatch": dispatch, "blockers": [], "verdict": {"insertable": False}}

@@ -91,6 +91,7 @@ class EngineBase:
     _memo_keep: list[Value]
     raises: list[tuple[str, PathState]]
     tolerant: bool
+    trial: bool
     import_errors: list[tuple[str, Value, tuple[str, int, str] | None]]
     compiling: list[str]
     whole: int

@@ -121,6 +121,9 @@ class Engine(
         # and ranks of a running worker): a call that raises uncaught reads as returning an
         # unknown value, while `tolerant` (see phases/setup.run_phase)
         self.tolerant = False
+        # a way-out trial: asked only whether it is selected, so a set-up step that raises on
+        # every way ends it (phases/runphase.TrialStopped)
+        self.trial = False
         # modules whose body raises when imported: (module, the exception, where)
         self.import_errors: list[tuple[str, Value, tuple[str, int, str] | None]] = []
         self.compiling: list[str] = []  # the torch.compile'd functions being entered

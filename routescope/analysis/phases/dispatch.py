@@ -136,8 +136,10 @@ def trace_dispatch(
     dep: Deployment,
     version: str | None,
     origin: str,
+    trial: bool = False,
 ) -> Dispatch:
-    """Build the model's MoE block with the framework's code and trace its router's forward."""
+    """Build the model's MoE block with the framework's code and trace its router's forward;
+    a way-out `trial` ends at a step the server runs that raises (runphase.TrialStopped)."""
     start = time.monotonic()
     notes = Notes()
     facts = build_facts(rules, dep.gpu, dep.env, dep.packages, dep.tp)
@@ -157,6 +159,7 @@ def trace_dispatch(
         dep.gpu.device_name, (f"GPU profile {dep.gpu.family}/{dep.gpu.device}: device_name",)
     )
     engine = Engine(index, facts, Budget())
+    engine.trial = trial
     platform_objects(engine, rules)
     if isinstance(spec.model_type.value, str):  # the class the release re-reads it through
         with phase("the framework's own config class"):

@@ -22,6 +22,11 @@ PHASE_STEPS = {"server_args": 600_000, "model": 120_000, "block": 1_000_000, "tr
                "experts": 100_000, "after_loading": 4_000_000}  # fmt: skip
 
 
+class TrialStopped(Exception):
+    """A way-out trial's step that raised on every way, where the server runs it: the trial
+    is not selected whatever follows, so nothing past the step is traced (the message: why)."""
+
+
 def run_phase(
     engine: Engine,
     steps: int,
@@ -48,6 +53,8 @@ def run_phase(
             if as_served or all(raise_stops and raised_by_statement(engine, s) for s, _ in result):
                 engine.fatal.append(f"{what} did not finish: {said}")
                 engine.stops.append((what, result[0][0]))
+                if engine.trial:
+                    raise TrialStopped(engine.fatal[-1])
             else:
                 engine.staged.append(f"{what} on its own: {said} (what the model sets up around "
                                      "it is missing; traced on past it)")  # fmt: skip

@@ -21,6 +21,7 @@ from routescope.analysis.engine.values import (
     describe,
     raises,
 )
+from routescope.analysis.phases.runphase import TrialStopped
 from routescope.errors import RoutescopeError
 
 
@@ -191,6 +192,8 @@ def trace_serving(
                 engine.stops.append((what, end))
     if not as_served:  # a staged layer: what follows its raise is not what the server runs
         return traced
+    if engine.trial:
+        raise TrialStopped(engine.fatal[-1])
     engine.tolerant = True
     engine.budget.routed_spent = 0  # the retry's ways get the experts' share afresh
     try:
