@@ -97,16 +97,20 @@ def _torch_hidden() -> Iterator[None]:
             del sys.modules["torch"]
 
 
+def _quiet() -> None:
+    """transformers logs advice at import (e.g. that PyTorch is absent, as in the core
+    install): routescope's own output must stay clean."""
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+
 def _build(raw: dict[str, Any], routing_path: str, class_name: str | None = None) -> dict[str, Any]:
     with _torch_hidden():
         return _build_view(raw, routing_path, class_name)
 
 
 def _build_view(raw: dict[str, Any], routing_path: str, class_name: str | None) -> dict[str, Any]:
-    # transformers logs advice at import (e.g. that PyTorch is absent, as in the core install);
-    # routescope's own output must stay clean
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    _quiet()
     import transformers
     from transformers import CONFIG_MAPPING
 
@@ -215,7 +219,7 @@ def known_model_types() -> tuple[str, frozenset[str]] | None:
         names = None  # a missing or corrupt entry is read again from transformers
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         with _torch_hidden():
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            _quiet()
             from transformers import CONFIG_MAPPING
 
             names = sorted(str(k) for k in CONFIG_MAPPING.keys())  # noqa: SIM118 (a lazy mapping)

@@ -234,6 +234,11 @@ class Gen:
     def pick(self, options: Sequence[Any]) -> Any:
         return options[self.n(0, len(options) - 1)]
 
+    def form(self, *makers: Callable[[], str]) -> str:
+        """One of several ways to write an expression, drawn as `pick` draws (only the one
+        drawn is made: each may draw more)."""
+        return str(self.pick(makers)())
+
     def flag(self, feature: str | None = None) -> bool:
         """A switch that shrinks to off; False when `feature` is not allowed."""
         if feature is not None and feature not in self.allowed:
@@ -344,16 +349,16 @@ class Gen:
         if dicts and (not ints or self.flag()):
             v = self.pick(dicts).expr
             self.use("dicts")
-            return str(self.pick((
+            return self.form(
                 lambda: f"sum({v}.values())",
                 lambda: f"sum({x}v for {x}k, {x}v in {v}.items() if {x}k != {self.key_expr(sc)})",
                 lambda: f"len([{x} for {x} in {v} if {x} in {v}])",
-            ))())  # fmt: skip
+            )  # fmt: skip
         if not ints:
             return lit
         v = self.pick(ints).expr
         self.use("lists")
-        return str(self.pick((
+        return self.form(
             lambda: f"sum({v})",
             lambda: f"{self.pick(('max', 'min'))}({v}, default={lit})",
             lambda: f"(sorted({v})[{self.pick(('0', '-1'))}] if {v} else {lit})",
@@ -362,7 +367,7 @@ class Gen:
             lambda: f"(1 if {self.pick(('any', 'all'))}({x} > {lit} for {x} in {v}) else 0)",
             lambda: f"{v}.count({self.int_expr(sc, d - 1)})",
             lambda: f"next(iter({v}), {lit})",
-        ))())  # fmt: skip
+        )  # fmt: skip
 
     def _dict_int(self, sc: Scope, d: int) -> str:
         v = self.pick(sc.of("dict"))

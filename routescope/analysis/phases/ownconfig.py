@@ -354,12 +354,9 @@ def _bounded_by(requirement: str, version: str) -> bool:
         mine = Version(version)
     except (InvalidRequirement, InvalidVersion):
         return False
-    for spec in specs:
-        if spec.version.endswith(".*"):
-            continue
-        bound = Version(spec.version)
-        if spec.operator in ("==", "===", "<=") and bound <= mine:
-            return True
-        if spec.operator == "<" and bound <= mine:
-            return True
-    return False
+    return any(
+        spec.operator in ("==", "===", "<=", "<")
+        and not spec.version.endswith(".*")
+        and Version(spec.version) <= mine
+        for spec in specs
+    )  # (below a `<` bound no newer than `version`, or at a version no newer than it)
