@@ -19,6 +19,7 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from tests.conftest import shared_models
 
 TOTAL = int(os.environ.get("FUZZ_CONFIGS", "10000"))
 CHUNKS = 10
-LIMIT_S = 10.0
+LIMIT_S = 10.0  # CPU seconds a single run may spend: a loop that never ends spends them all
+WALL_LIMIT_S = 120.0  # a run blocked without spending CPU (a network wait) is cut here
 ROUTING_KEYS = [
     "n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts",
     "num_experts_per_tok", "moe_topk", "experts_per_token", "n_group", "topk_group",
@@ -90,23 +92,35 @@ def _text(rng: random.Random, cfg: Any) -> bytes:
 
 
 def _overran(signum: int, frame: object) -> None:
-    raise TimeoutError(f"over {LIMIT_S} s")
+    raise TimeoutError(f"over {LIMIT_S} s of CPU or {WALL_LIMIT_S} s of wall time")
+
+
+@contextlib.contextmanager
+def _bounded() -> Iterator[Callable[[], float]]:
+    """Cut a run off once it has spent LIMIT_S of CPU (or WALL_LIMIT_S of wall time) instead
+    of letting it hang the test (a config with num_hidden_layers = 2**70 once counted its
+    layers one by one). CPU, not wall time, is the measure: on a loaded CI machine an argument
+    check once stood 11 s in a garbage collection while the other worker traced."""
+    handlers = {sig: signal.signal(sig, _overran) for sig in (signal.SIGPROF, signal.SIGALRM)}
+    start = time.process_time()
+    signal.setitimer(signal.ITIMER_PROF, LIMIT_S)
+    signal.setitimer(signal.ITIMER_REAL, WALL_LIMIT_S)
+    try:
+        yield lambda: time.process_time() - start
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 def _run(argv: list[str]) -> tuple[int, str, str, float]:
-    """One CLI run; one that does not end within the limit fails the test instead of hanging it
-    (a config with num_hidden_layers = 2**70 once counted its layers one by one)."""
+    """One CLI run in this process: its exit code, stdout, stderr and the CPU seconds it took."""
     out, err = io.StringIO(), io.StringIO()
-    start = time.monotonic()
-    previous = signal.signal(signal.SIGALRM, _overran)
-    signal.setitimer(signal.ITIMER_REAL, LIMIT_S)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    return int(code), out.getvalue(), err.getvalue(), time.monotonic() - start
+    with _bounded() as spent, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+        took = spent()
+    return int(code), out.getvalue(), err.getvalue(), took
 
 
 def _check(what: str, argv: list[str]) -> int:
@@ -123,16 +137,12 @@ def _check(what: str, argv: list[str]) -> int:
 def _check_api(what: str, path: Path) -> int:
     """intake + report: a RoutescopeError (the CLI's exit 2) with a one-line message, or a
     report; any other exception fails the test (it would be a traceback at the terminal)."""
-    previous = signal.signal(signal.SIGALRM, _overran)
-    signal.setitimer(signal.ITIMER_REAL, LIMIT_S)
     try:
-        build_report(load_spec(str(path), offline=True))
+        with _bounded():
+            build_report(load_spec(str(path), offline=True))
     except RoutescopeError as exc:
         assert "\n" not in f"{exc.subject}: {exc.message}", (what, exc.message)
         return 2
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     return 0
 
 
