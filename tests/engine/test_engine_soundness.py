@@ -765,3 +765,27 @@ def main(n, size):
     assert returned(got) == [None]  # a tuple holding unknowns: not one known constant
     (value,) = [p.value for p in got]
     assert all(isinstance(v, Unknown) for v in value.items), value  # type: ignore[attr-defined]
+
+
+def test_only_a_number_divides_by_an_unknown(tmp_path: Path) -> None:
+    # `"%d experts" % n` formats: it raises no ZeroDivisionError whatever the unknown on the
+    # right (it once forked a way that raised); `n / sub` of unknown numbers may
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        def main(n, d, sub):
+            msg = "%d experts on %s" % (n, d)
+            one = "%d experts" % n
+            if d == "divide":
+                return n / sub
+            return "formatted"
+    """
+        },
+        Unknown("n"),
+        Unknown("d"),
+        Unknown("sub"),
+    )
+    assert sorted(p.outcome for p in paths) == ["raise", "return", "return"]
+    returned_values = [p.value.value for p in paths if isinstance(p.value, Const)]
+    assert returned_values == ["formatted"]

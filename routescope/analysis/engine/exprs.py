@@ -33,7 +33,7 @@ from routescope.analysis.engine.intervals import (
     some_bool,
 )
 from routescope.analysis.engine.merging import merge_partials
-from routescope.analysis.engine.operators import BINOPS
+from routescope.analysis.engine.operators import BINOPS, may_divide_by_zero
 from routescope.analysis.engine.sequences import merged, sequence_op, set_algebra
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.tensorcalls import broadcast
@@ -253,10 +253,8 @@ class ExprMixin(EngineBase):
             isinstance(b, Const) and isinstance(b.value, (int, float)) and b.value == 0
         )
         if (
-            isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod))
-            and zero
-            and (not isinstance(a, Tensor))
-        ):  # a divisor that is 0, or may be: a number raises, a tensor would not
+            isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and zero and may_divide_by_zero(a)
+        ):  # a divisor that is 0, or may be: a number raises; a tensor, a format string would not
             return may_raise("ZeroDivisionError", unknown_from(self.source_text(node), a, b))
         decided = bool_binop(node.op, a, b)  # False & b, True | b
         if decided is not None:

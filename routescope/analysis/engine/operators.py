@@ -47,6 +47,18 @@ from routescope.analysis.engine.values import (
 )
 from routescope.analysis.library.builtins import SENTINEL
 
+# what the left operand of / // % is when the operation cannot raise ZeroDivisionError: only
+# a number divides (a string's % formats, a path's / joins, a container has no such operator)
+_NEVER_DIVIDED = (ListVal, TupleVal, DictVal, SetVal, FunctionVal, ClassVal, ModuleVal, Tensor)
+
+
+def may_divide_by_zero(a: Value) -> bool:
+    """Can `a / b` (or // or %) raise ZeroDivisionError for some `b`: may `a` be a number?"""
+    if isinstance(a, Const):
+        return isinstance(a.value, (int, float, complex))  # ("%d" % n formats: no division)
+    return not isinstance(a, _NEVER_DIVIDED)
+
+
 BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
