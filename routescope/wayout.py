@@ -11,12 +11,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from routescope.ahead import TracedAhead
 from routescope.analysis.engine.state import Decision
 from routescope.analysis.phases.deployment import Deployment
 from routescope.api import parse_assignments
 from routescope.errors import RoutescopeError
 from routescope.verdict.switch import way_out
 
+WAY = "trace of a changed deployment (a way out)"  # (the phase a trial's timings fall in)
 MAX_TRIES = 5  # traces a way-out search may cost (each is a whole trace): every preferred value
 # what a way out found by tracing cannot promise: the trace builds the layers without loading
 # weights, so a failure there (a checkpoint's shapes the chosen runner cannot take) is not seen
@@ -295,7 +297,29 @@ def try_changes(
     tried: list[str] = []
     if dep.quant is not None:
         changes = [(n, v) for n, v in changes if n != quant_field]
-    for name, value in changes[:MAX_TRIES]:
+    with TracedAhead(retrace, _planned(dep, changes[:MAX_TRIES], quant_field), WAY) as ahead:
+        return _first_way(changes[:MAX_TRIES], quant_field, dep, ahead, tried)
+
+
+def _planned(dep: Deployment, changes: list[tuple[str, str]], quant_field: str) -> list[Any]:
+    """The deployments a search will trace, in order (None: a value refused before its trace)."""
+    out: list[Any] = []
+    for name, value in changes:
+        try:
+            out.append(changed(dep, name, value, quant_field))
+        except RoutescopeError:
+            out.append(None)
+    return out
+
+
+def _first_way(
+    changes: list[tuple[str, str]],
+    quant_field: str,
+    dep: Deployment,
+    retrace: Callable[[Deployment], dict[str, Any]],
+    tried: list[str],
+) -> dict[str, Any]:
+    for name, value in changes:
         flag = flag_text(name, value, quant_field)
         doc = _attempt(name, value, quant_field, dep, retrace, tried)
         if doc is None:
@@ -354,8 +378,25 @@ def switch_by_tracing(
     ):
         return
     now = current.get(arg)
+    values = [v for v in rule.get("prefer", ()) if v != now][:MAX_TRIES]
+    planned = _planned(dep, [(arg, v) for v in values], quant_field)
+    with TracedAhead(retrace, planned, WAY) as ahead:
+        _switch_to_first(doc, rule, arg, now, values, quant_field, dep, ahead)
+
+
+def _switch_to_first(
+    doc: dict[str, Any],
+    rule: dict[str, Any],
+    arg: str,
+    now: str | None,
+    values: list[str],
+    quant_field: str,
+    dep: Deployment,
+    retrace: Callable[[Deployment], dict[str, Any]],
+) -> None:
+    verdict, disp = doc.get("verdict") or {}, doc["dispatch"]
     tried: list[str] = []
-    for value in [v for v in rule.get("prefer", ()) if v != now][:MAX_TRIES]:
+    for value in values:
         flag = flag_text(arg, value, quant_field)
         other = _attempt(arg, value, quant_field, dep, retrace, tried)
         if other is None:

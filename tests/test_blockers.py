@@ -222,7 +222,8 @@ def test_way_out_candidates_come_from_the_guards_literals() -> None:
                                                    ("quantization", "mxfp4")]  # fmt: skip
 
 
-def test_way_out_is_the_first_candidate_traced_clean() -> None:
+def test_way_out_is_the_first_candidate_traced_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUTESCOPE_JOBS", "1")  # `seen` records trials traced in this process
     fields = ("quantization", "moe_runner_backend")
     guards = (_decision(OVERRIDE), _decision('self.moe_runner_backend == "flashinfer_cutlass"'))
     dep = Deployment(resolve_gpu("sm120"), tp=8)
