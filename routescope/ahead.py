@@ -62,7 +62,12 @@ class _Copy:
         read, write = os.pipe()
         for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
             stream.flush()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # (no process to be had: the caller traces it here)
+            os.close(read)
+            os.close(write)
+            raise
         if pid == 0:  # the copy: trace, send the outcome, and leave without running exit hooks
             os.close(read)
             try:
