@@ -31,7 +31,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from routescope import timing
+from routescope import status, timing
 from routescope.errors import RoutescopeError
 
 Retrace = Callable[[Any], dict[str, Any]]
@@ -104,6 +104,7 @@ class _Copy:
 
 
 def _trace_and_send(retrace: Retrace, dep: Any, write: int) -> None:
+    status.disable()  # (the parent's line says what is traced)
     start, at = time.perf_counter(), timing.mark()
     payload: tuple[Any, ...]
     try:

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from routescope import status
 from routescope.errors import RoutescopeError
 from routescope.fsutil import atomic_write_text, cache_root
 from routescope.timing import phase
@@ -155,6 +156,9 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
 
         def report_of(d: Any) -> tuple[dict[str, Any], Any]:
             runs[0] += 1
+            if runs[0] == 1:
+                on = f"{d.gpu.family} ({d.gpu.device})"
+                status.show(f"tracing {rules.id} {version or tree.origin} on {on} …")
             label = "as deployed" if runs[0] == 1 else "of a changed deployment (a way out)"
             try:
                 with phase(f"trace {label}"):

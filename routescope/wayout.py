@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from routescope import status
 from routescope.ahead import TracedAhead
 from routescope.analysis.engine.state import Decision
 from routescope.analysis.phases.deployment import Deployment
@@ -279,6 +280,7 @@ def _attempt(
 ) -> dict[str, Any] | None:
     """The report of `dep` with one argument changed; None (and why, in `tried`) when the
     change is refused (a value the release does not accept)."""
+    status.show(f"tracing a way out: {flag_text(name, value, quant_field)} …")
     try:
         return retrace(changed(dep, name, value, quant_field))
     except RoutescopeError as exc:
@@ -319,6 +321,7 @@ def _first_way(
     retrace: Callable[[Deployment], dict[str, Any]],
     tried: list[str],
 ) -> dict[str, Any]:
+    """try_changes' search over the changes it plans (`retrace` answers them in order)."""
     for name, value in changes:
         flag = flag_text(name, value, quant_field)
         doc = _attempt(name, value, quant_field, dep, retrace, tried)
@@ -394,6 +397,7 @@ def _switch_to_first(
     dep: Deployment,
     retrace: Callable[[Deployment], dict[str, Any]],
 ) -> None:
+    """switch_by_tracing's search over the values it plans (`retrace` answers them in order)."""
     verdict, disp = doc.get("verdict") or {}, doc["dispatch"]
     tried: list[str] = []
     for value in values:

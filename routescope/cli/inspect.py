@@ -6,6 +6,7 @@ import json
 
 import typer
 
+from routescope import status
 from routescope.cli.options import ENV_HELP, PACKAGE_HELP, QUANT_HELP, SET_HELP, deployment
 from routescope.errors import ExitCode, RoutescopeError
 from routescope.render import ReportFormat
@@ -79,7 +80,11 @@ def inspect(
         tp=tp, ep=ep,
         quant=quant, offline=offline, revision=revision, **flags,
     )  # fmt: skip
-    spec, doc = api.inspect_with_spec(req)
+    status.enable()  # what it is tracing, on one line of a terminal, cleared before the answer
+    try:
+        spec, doc = api.inspect_with_spec(req)
+    finally:
+        status.clear()
     # blocked is decided too: the deployment certainly stops, where the answer says
     decided = doc.get("dispatch", {}).get("status", "selected") in ("selected", "blocked")
     if fmt is not ReportFormat.text:
