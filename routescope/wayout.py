@@ -299,8 +299,38 @@ def try_changes(
     tried: list[str] = []
     if dep.quant is not None:
         changes = [(n, v) for n, v in changes if n != quant_field]
-    with TracedAhead(retrace, _planned(dep, changes[:MAX_TRIES], quant_field), WAY) as ahead:
-        return _first_way(changes[:MAX_TRIES], quant_field, dep, ahead, tried)
+    planned = changes[:MAX_TRIES]
+    with TracedAhead(retrace, _planned(dep, planned, quant_field), WAY) as ahead:
+        for name, value in planned:
+            flag = flag_text(name, value, quant_field)
+            doc = _attempt(name, value, quant_field, dep, ahead, tried)
+            if doc is None:
+                continue
+            outcome = doc["dispatch"]["status"]
+            if outcome != "selected":  # and why, where a set-up or decode step did not finish
+                why = next(iter(doc["dispatch"].get("incomplete") or ()), "")
+                if len(why) > 200:
+                    why = why[:200].rsplit(" ", 1)[0] + " …"
+                tried.append(f"{flag}: {outcome}" + (f" ({why})" if why else ""))
+                continue
+            if doc.get("blockers"):
+                tried.append(f"{flag}: blocked too ({doc['blockers'][0]['what']})")
+                continue
+            path = next(p for p in doc["dispatch"]["paths"] if p["selected"])
+            router = doc["dispatch"].get("router") or {}
+            return {
+                "flags": [flag],
+                "sink": path["sink"],
+                "experts": [h["name"] for h in path.get("experts", ()) if h.get("ways") == "every"],
+                "router": {
+                    k: router[k]["repr"]
+                    for k in ("top_k", "output_format", "runner_backend")
+                    if k in router
+                },
+                "tried": tried,
+                "not_checked": NOT_CHECKED,
+            }
+    return {"flags": [], "tried": tried}
 
 
 def _planned(dep: Deployment, changes: list[tuple[str, str]], quant_field: str) -> list[Any]:
@@ -312,46 +342,6 @@ def _planned(dep: Deployment, changes: list[tuple[str, str]], quant_field: str) 
         except RoutescopeError:
             out.append(None)
     return out
-
-
-def _first_way(
-    changes: list[tuple[str, str]],
-    quant_field: str,
-    dep: Deployment,
-    retrace: Callable[[Deployment], dict[str, Any]],
-    tried: list[str],
-) -> dict[str, Any]:
-    """try_changes' search over the changes it plans (`retrace` answers them in order)."""
-    for name, value in changes:
-        flag = flag_text(name, value, quant_field)
-        doc = _attempt(name, value, quant_field, dep, retrace, tried)
-        if doc is None:
-            continue
-        status = doc["dispatch"]["status"]
-        if status != "selected":  # and why, where a set-up or decode step did not finish
-            why = next(iter(doc["dispatch"].get("incomplete") or ()), "")
-            if len(why) > 200:
-                why = why[:200].rsplit(" ", 1)[0] + " …"
-            tried.append(f"{flag}: {status}" + (f" ({why})" if why else ""))
-            continue
-        if doc.get("blockers"):
-            tried.append(f"{flag}: blocked too ({doc['blockers'][0]['what']})")
-            continue
-        path = next(p for p in doc["dispatch"]["paths"] if p["selected"])
-        router = doc["dispatch"].get("router") or {}
-        return {
-            "flags": [flag],
-            "sink": path["sink"],
-            "experts": [h["name"] for h in path.get("experts", ()) if h.get("ways") == "every"],
-            "router": {
-                k: router[k]["repr"]
-                for k in ("top_k", "output_format", "runner_backend")
-                if k in router
-            },
-            "tried": tried,
-            "not_checked": NOT_CHECKED,
-        }
-    return {"flags": [], "tried": tried}
 
 
 def switch_by_tracing(
