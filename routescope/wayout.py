@@ -280,7 +280,7 @@ def _attempt(
 ) -> dict[str, Any] | None:
     """The report of `dep` with one argument changed; None (and why, in `tried`) when the
     change is refused (a value the release does not accept)."""
-    status.show(f"tracing a way out: {flag_text(name, value, quant_field)} …")
+    status.show(f"tracing again with {flag_text(name, value, quant_field)} …")
     try:
         return retrace(changed(dep, name, value, quant_field))
     except RoutescopeError as exc:
