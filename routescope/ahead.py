@@ -40,15 +40,15 @@ MAX_BESIDE = 4  # copies at most: each holds a whole trace's memory
 
 def cores() -> int:
     """Processes a way-out search may run at once: the cores this process may use, or 1."""
-    setting = os.environ.get("ROUTESCOPE_JOBS", "").strip()
-    if setting.isdigit() and int(setting) >= 1:
-        return int(setting)
     if (
         not hasattr(os, "fork")
         or multiprocessing.parent_process() is not None  # a pool's worker: the pool has them
         or threading.active_count() > 1  # a fork copies one thread: another's lock stays held
     ):
         return 1
+    setting = os.environ.get("ROUTESCOPE_JOBS", "").strip()
+    if setting.isdigit() and int(setting) >= 1:
+        return int(setting)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # (not on every platform)

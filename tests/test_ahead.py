@@ -117,10 +117,13 @@ def test_a_copy_that_crashes_is_traced_again_here(
 
 
 def test_no_copies_where_they_cannot_be_had(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ROUTESCOPE_JOBS", raising=False)
+    monkeypatch.setenv("ROUTESCOPE_JOBS", "4")  # (asked for, and still not where unsafe)
     monkeypatch.setattr(ahead.multiprocessing, "parent_process", lambda: object())
     assert ahead.cores() == 1  # a worker of the timeline's or a matrix's pool
     monkeypatch.undo()
-    monkeypatch.delenv("ROUTESCOPE_JOBS", raising=False)
+    monkeypatch.setenv("ROUTESCOPE_JOBS", "4")
     monkeypatch.setattr(ahead.threading, "active_count", lambda: 2)
     assert ahead.cores() == 1  # another thread runs in this process
+    monkeypatch.undo()
+    monkeypatch.setenv("ROUTESCOPE_JOBS", "1")
+    assert ahead.cores() == 1
