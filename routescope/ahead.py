@@ -29,6 +29,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from routescope import status, timing
@@ -50,15 +51,26 @@ def cores() -> int:
     if setting.isdigit() and int(setting) >= 1:
         return int(setting)
     try:
-        return len(os.sched_getaffinity(0))
+        usable = len(os.sched_getaffinity(0))
     except AttributeError:  # (not on every platform)
-        return os.cpu_count() or 1
+        usable = os.cpu_count() or 1
+    return max(1, min(usable, _cgroup_cpus() or usable))
+
+
+def _cgroup_cpus() -> int | None:
+    """The CPUs a container's quota allows (cgroup v2 cpu.max: "quota period"), if it sets one:
+    the affinity mask still lists every core of the host."""
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        return -(-int(quota) // int(period)) if quota != "max" else None
+    except (OSError, ValueError):
+        return None
 
 
 class _Copy:
     """One trial traced in a forked copy of this process: its report comes back by a pipe."""
 
-    def __init__(self, retrace: Retrace, dep: Any) -> None:
+    def __init__(self, retrace: Retrace, dep: Any, siblings: list[int]) -> None:
         read, write = os.pipe()
         for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
             stream.flush()
@@ -69,8 +81,10 @@ class _Copy:
             os.close(write)
             raise
         if pid == 0:  # the copy: trace, send the outcome, and leave without running exit hooks
-            os.close(read)
             try:
+                for fd in (read, *siblings):  # (a sibling's pipe ends when the parent does)
+                    os.close(fd)
+                _quiet()
                 _trace_and_send(retrace, dep, write)
             finally:
                 os._exit(0)
@@ -81,9 +95,12 @@ class _Copy:
         """('report', doc, took, rows) or ('refused', subject, message, took, rows); None when
         the copy ended without a readable outcome."""
         chunks = []
-        with open(self._read, "rb", closefd=True) as pipe:
-            while chunk := pipe.read(1 << 20):
-                chunks.append(chunk)
+        try:
+            with open(self._read, "rb", closefd=True) as pipe:
+                while chunk := pipe.read(1 << 20):
+                    chunks.append(chunk)
+        finally:
+            self._read = -1  # (closed: its number may be another file's from now on)
         self._reap()
         try:
             got = pickle.loads(b"".join(chunks))  # (written by our own fork, above)
@@ -94,8 +111,10 @@ class _Copy:
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.close(self._read)
+        if self._read >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._read)
+            self._read = -1
         self._reap()
 
     def _reap(self) -> None:
@@ -103,8 +122,19 @@ class _Copy:
             os.waitpid(self.pid, 0)
 
 
+def _quiet() -> None:
+    """A copy writes nothing to the terminal: the parent's status line says what is traced,
+    and a progress bar a copy drew (fetching what its trial reads) would be left behind,
+    cursor hidden, when the copy is stopped. What a crash prints travels in its outcome."""
+    status.disable()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def _trace_and_send(retrace: Retrace, dep: Any, write: int) -> None:
-    status.disable()  # (the parent's line says what is traced)
     start, at = time.perf_counter(), timing.mark()
     payload: tuple[Any, ...]
     try:
@@ -148,7 +178,11 @@ class TracedAhead:
         self._start_after(i)
         if copy is None:
             return self._retrace(dep)
-        got = copy.outcome()
+        try:
+            got = copy.outcome()
+        except BaseException:  # (an interrupt while waiting: the copy is stopped with the rest)
+            copy.stop()
+            raise
         if got is None:  # it failed unexpectedly: the same trial here fails as it would have
             return self._retrace(dep)
         took, rows = got[-2], got[-1]
@@ -164,7 +198,8 @@ class TracedAhead:
             if j in self._asked or j in self._copies or self._planned[j] is None:
                 continue
             try:
-                self._copies[j] = _Copy(self._retrace, self._planned[j])
+                siblings = [c._read for c in self._copies.values()]
+                self._copies[j] = _Copy(self._retrace, self._planned[j], siblings)
             except OSError:  # no more processes to be had: the rest are traced here
                 self._beside = 0
                 return

@@ -34,7 +34,10 @@ def show(text: str) -> None:
     global _shown
     if not _on:
         return
-    width = shutil.get_terminal_size((80, 24)).columns
+    try:
+        width = os.get_terminal_size(sys.stderr.fileno()).columns  # (the line's own terminal)
+    except (OSError, ValueError, AttributeError):
+        width = shutil.get_terminal_size((80, 24)).columns
     line = text if len(text) < width else text[: max(width - 2, 10)] + "…"
     sys.stderr.write("\r\x1b[K" + line)
     sys.stderr.flush()

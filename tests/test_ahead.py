@@ -4,6 +4,7 @@ each in turn; refusals raised where they are asked for; copies nobody asks for s
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import pytest
@@ -87,14 +88,42 @@ def test_copies_nobody_asks_for_are_stopped(dep: Any, monkeypatch: pytest.Monkey
     from dataclasses import replace
 
     monkeypatch.setenv("ROUTESCOPE_JOBS", "4")
+    here = os.getpid()
+
+    def slow_in_a_copy(d: Any) -> dict[str, Any]:
+        if os.getpid() != here:
+            time.sleep(60)  # a copy still tracing when the search ends
+        return _retrace(d)
+
     planned = [replace(dep, server_args={"n": k}) for k in (5, 1, 2, 4)]
-    with TracedAhead(_retrace, planned, "trial") as traced:
-        traced(planned[0])
+    start = time.monotonic()
+    with TracedAhead(slow_in_a_copy, planned, "trial") as traced:
+        assert traced(planned[0])["pid"] == here  # the way out: nothing after it is asked for
         pids = [c.pid for c in traced._copies.values()]
         assert len(pids) == 3
-    for pid in pids:  # stopped and reaped: no such process any more
+    assert time.monotonic() - start < 30  # stopped, not waited for
+    for pid in pids:  # and reaped: no such process any more
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_report_larger_than_a_pipe_comes_back_whole(
+    dep: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    monkeypatch.setenv("ROUTESCOPE_JOBS", "3")
+
+    def big(d: Any) -> dict[str, Any]:
+        doc = _retrace(d)
+        doc["notes"] = [f"note {i} " + "x" * 100 for i in range(10_000)]  # ~1 MB
+        return doc
+
+    planned = [replace(dep, server_args={"n": k}) for k in (1, 2, 4)]
+    with TracedAhead(big, planned, "trial") as traced:
+        docs = [traced(d) for d in planned]
+    assert [len(d["notes"]) for d in docs] == [10_000] * 3
+    assert docs[2]["notes"][-1].startswith("note 9999 ") and docs[2]["pid"] != os.getpid()
 
 
 def test_a_copy_that_crashes_is_traced_again_here(

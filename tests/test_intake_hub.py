@@ -21,9 +21,9 @@ from tests.conftest import CONFIGS
 GLM5 = (CONFIGS / "zai-org--GLM-5.json").read_bytes()
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
-# fails fast: a retry with back-off (1+2+4+8 s) or a connect timeout (10 s) waits longer; a
+# fails fast: a retry with back-off (1+2+4 s) or a connect timeout (10 s) waits longer; a
 # run that fails at once takes ~0.1 s, which leaves a loaded CI machine room to be slow
-FAST_S = 8
+FAST_S = 6
 
 
 def make_cache(root: Path, repo: str, data: bytes, commit: str = COMMIT) -> None:

@@ -85,6 +85,7 @@ def inspect(
         spec, doc = api.inspect_with_spec(req)
     finally:
         status.clear()
+        status.disable()  # (a library caller's traces in this process after it: no line)
     # blocked is decided too: the deployment certainly stops, where the answer says
     decided = doc.get("dispatch", {}).get("status", "selected") in ("selected", "blocked")
     if fmt is not ReportFormat.text:

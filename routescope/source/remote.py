@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from routescope.fsutil import atomic_write_bytes
 if TYPE_CHECKING:  # (imported where a request is made: 50 ms a command need not spend)
     import httpx
 
+_INHERITED: list[object] = []  # a forked copy's clients of its parent: kept open, never used
 PARALLEL = 16  # concurrent range requests: each costs a round trip, not bandwidth
 RETRIES = 2  # a truncated or reset transfer is tried again this many times
 
@@ -37,6 +39,7 @@ class RangeReader:
         fallback_path: Path,
     ) -> None:
         self.client = client
+        self._pid = os.getpid()  # the process whose connections `client` holds
         self.url = url
         self.subject = subject
         self.sha256 = sha256
@@ -115,6 +118,11 @@ class RangeReader:
         headers = {"Range": range_header} if range_header is not None else {}
         if self.client is None:  # a reader of the kept whole file only (offline)
             raise RoutescopeError(self.subject, "not cached, and offline")
+        if os.getpid() != self._pid:  # a forked copy (ahead.py): its parent's keep-alive
+            from routescope.source.registry import make_client  # connections stay the parent's
+
+            _INHERITED.append(self.client)  # (not closed: that would end them for the parent)
+            self.client, self._pid = make_client(), os.getpid()
         for attempt in range(RETRIES + 1):
             try:
                 resp = self.client.get(self.url, headers=headers)

@@ -209,3 +209,30 @@ def test_two_trees_share_one_cache(index: FakeIndex, tmp_cache: Path) -> None:
     a.prefetch(FILES)
     assert b.read_bytes("fw/utils.py") == FILES["fw/utils.py"]
     assert not list(tmp_cache.rglob("*.tmp"))  # no half-written files left behind
+
+
+def test_a_forked_copy_reads_over_connections_of_its_own(
+    index: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A way-out trial traced in a forked copy (ahead.py) that fetches a member must not use
+    the parent's keep-alive connections: the reader makes a client of its own in the copy and
+    leaves the parent's open."""
+    from routescope.source import remote
+
+    tree = open_source("fw==1.0", client=index.client(), progress=False)
+    reader = tree.reader
+    assert reader is not None
+    parents = reader.client
+    made: list[httpx.Client] = []
+
+    def fresh(transport: httpx.BaseTransport | None = None) -> httpx.Client:
+        made.append(index.client())
+        return made[-1]
+
+    monkeypatch.setattr(registry, "make_client", fresh)
+    assert tree.read_bytes("fw/utils.py") == FILES["fw/utils.py"]  # this process: its client
+    assert reader.client is parents and not made
+    monkeypatch.setattr(reader, "_pid", -1)  # as in a copy: made by another process
+    assert tree.read_bytes("fw/layers/topk.py") == TOPK
+    assert made and reader.client is made[0]
+    assert parents in remote._INHERITED and not parents.is_closed  # kept open, never used
