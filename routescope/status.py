@@ -37,6 +37,8 @@ def show(text: str) -> None:
     try:
         width = os.get_terminal_size(sys.stderr.fileno()).columns  # (the line's own terminal)
     except (OSError, ValueError, AttributeError):
+        width = 0
+    if width <= 0:  # (not known: a terminal of no size, as a pseudo-terminal may report)
         width = shutil.get_terminal_size((80, 24)).columns
     line = text if len(text) < width else text[: max(width - 2, 10)] + "…"
     sys.stderr.write("\r\x1b[K" + line)

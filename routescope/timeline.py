@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from routescope import api, timing
+from routescope import api, status, timing
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
 from routescope.report import deciding_decision
@@ -178,8 +178,13 @@ def build_timeline(
                 results.append(_one(one))
             results[-1].pop(_TIMINGS, None)  # (recorded here already)
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(_one, reqs))
+        status.show(f"tracing {len(reqs)} releases of {name}, {workers} at a time …")
+        # (the workers say nothing: the line is this process's, updated as releases come back)
+        with ProcessPoolExecutor(max_workers=workers, initializer=status.disable) as pool:
+            results = []
+            for v, got in zip(versions, pool.map(_one, reqs), strict=True):
+                results.append(got)
+                status.show(f"traced {len(results)} of {len(reqs)} releases of {name} ({v}) …")
         for v, got in zip(versions, results, strict=True):
             if _TIMINGS in got:
                 took, rows = got.pop(_TIMINGS)

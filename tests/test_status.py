@@ -4,6 +4,7 @@ cleared before the answer, so that nothing of it stays on the screen or reaches 
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 
@@ -64,3 +65,50 @@ def test_off_unless_the_cli_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None
     status.show("a library caller's trace")  # (never enabled in this process)
     status.clear()
     assert term.getvalue() == ""
+
+
+def _no_release(req: object) -> dict[str, str]:
+    """A stand-in for one release's trace (in a worker process): why there is none, and
+    whether the worker would write a status line of its own."""
+    return {"error": f"{getattr(req, 'framework', '')}: not traced; line on: {status._on}"}
+
+
+def test_a_timeline_says_how_many_releases_came_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from routescope import api, timeline
+
+    term = _Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(timeline, "_one", _no_release)
+    status.enable()
+    req = api.InspectRequest(model="m", framework="sglang")
+    got = timeline.build_timeline(req, ["0.5.9", "0.5.10", "0.5.11"], jobs=2)
+    status.clear()
+    assert [r["status"] for r in got["releases"]] == ["error"] * 3
+    assert all(r["error"].endswith("line on: False") for r in got["releases"])  # (workers)
+    lines = [w for w in term.getvalue().split("\r\x1b[K") if w]
+    assert lines == [
+        "tracing 3 releases of sglang, 2 at a time …",
+        "traced 1 of 3 releases of sglang (0.5.9) …",
+        "traced 2 of 3 releases of sglang (0.5.10) …",
+        "traced 3 of 3 releases of sglang (0.5.11) …",
+    ]  # and cleared at the end
+    assert term.getvalue().endswith("\r\x1b[K")
+
+
+def test_a_terminal_of_no_size_is_taken_as_the_usual_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Sized(_Terminal):
+        def fileno(self) -> int:
+            return 2
+
+    term = Sized()
+    monkeypatch.setattr("sys.stderr", term)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.setattr(status.os, "get_terminal_size", lambda fd: os.terminal_size((0, 0)))
+    status.enable()
+    status.show("tracing 19 releases of sglang, 2 at a time …")  # (a pseudo-terminal's 0 columns)
+    assert term.getvalue() == "\r\x1b[Ktracing 19 releases of sglang, 2 at a time …"

@@ -39,7 +39,7 @@ def timeline(
     guard, its value before and after, file:line in both releases.
 
     Exit 0: every release traced; 2: bad input, or a release could not be traced."""
-    from routescope import api
+    from routescope import api, status
     from routescope.analysis.phases.frameworks import load_framework
     from routescope.intake import load_spec
     from routescope.render import timeline as render
@@ -62,7 +62,12 @@ def timeline(
         **deployment(set_, env, package),
     )  # fmt: skip
     load_spec(model, offline=offline)  # a bad model fails once, before any trace
-    t = build_timeline(req, versions, jobs)
+    status.enable()  # which releases are traced, on one line of a terminal, cleared after
+    try:
+        t = build_timeline(req, versions, jobs)
+    finally:
+        status.clear()
+        status.disable()
     if fmt is ReportFormat.json:
         typer.echo(json.dumps(t, indent=2))
     elif fmt is ReportFormat.markdown:
