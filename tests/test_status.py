@@ -22,13 +22,18 @@ def _off() -> object:
     status.disable()
 
 
-def test_a_terminal_sees_the_line_rewritten_then_cleared(monkeypatch: pytest.MonkeyPatch) -> None:
-    term = _Terminal()
-    monkeypatch.setattr("sys.stderr", term)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setenv("TERM", "xterm")
-    monkeypatch.setenv("COLUMNS", "50")
+def _at_a_terminal(mp: pytest.MonkeyPatch, term: _Terminal, columns: int) -> _Terminal:
+    """stderr an interactive terminal `columns` wide, outside CI; the status line turned on."""
+    mp.setattr("sys.stderr", term)
+    mp.delenv("CI", raising=False)
+    mp.setenv("TERM", "xterm")
+    mp.setenv("COLUMNS", str(columns))
     status.enable()
+    return term
+
+
+def test_a_terminal_sees_the_line_rewritten_then_cleared(monkeypatch: pytest.MonkeyPatch) -> None:
+    term = _at_a_terminal(monkeypatch, _Terminal(), 50)
     status.show("tracing sglang 0.5.23 on sm120 (rtx-pro-6000) for zai-org/GLM-5-NVFP4 …")
     status.show("tracing a way out: --quant modelopt_fp4 …")
     status.clear()
@@ -76,13 +81,8 @@ def _no_release(req: object) -> dict[str, str]:
 def test_a_timeline_says_how_many_releases_came_back(monkeypatch: pytest.MonkeyPatch) -> None:
     from routescope import api, timeline
 
-    term = _Terminal()
-    monkeypatch.setattr("sys.stderr", term)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setenv("TERM", "xterm")
-    monkeypatch.setenv("COLUMNS", "200")
+    term = _at_a_terminal(monkeypatch, _Terminal(), 200)
     monkeypatch.setattr(timeline, "_one", _no_release)
-    status.enable()
     req = api.InspectRequest(model="m", framework="sglang")
     got = timeline.build_timeline(req, ["0.5.9", "0.5.10", "0.5.11"], jobs=2)
     status.clear()
@@ -103,12 +103,7 @@ def test_a_terminal_of_no_size_is_taken_as_the_usual_width(monkeypatch: pytest.M
         def fileno(self) -> int:
             return 2
 
-    term = Sized()
-    monkeypatch.setattr("sys.stderr", term)
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.setenv("TERM", "xterm")
-    monkeypatch.setenv("COLUMNS", "60")
+    term = _at_a_terminal(monkeypatch, Sized(), 60)
     monkeypatch.setattr(status.os, "get_terminal_size", lambda fd: os.terminal_size((0, 0)))
-    status.enable()
     status.show("tracing 19 releases of sglang, 2 at a time …")  # (a pseudo-terminal's 0 columns)
     assert term.getvalue() == "\r\x1b[Ktracing 19 releases of sglang, 2 at a time …"
