@@ -371,61 +371,46 @@ def switch_by_tracing(
     ):
         return
     now = current.get(arg)
+    tried: list[str] = []
     values = [v for v in rule.get("prefer", ()) if v != now][:MAX_TRIES]
     planned = _planned(dep, [(arg, v) for v in values], quant_field)
     with TracedAhead(retrace, planned, WAY) as ahead:
-        _switch_to_first(doc, rule, arg, now, values, quant_field, dep, ahead)
-
-
-def _switch_to_first(
-    doc: dict[str, Any],
-    rule: dict[str, Any],
-    arg: str,
-    now: str | None,
-    values: list[str],
-    quant_field: str,
-    dep: Deployment,
-    retrace: Callable[[Deployment], dict[str, Any]],
-) -> None:
-    """switch_by_tracing's search over the values it plans (`retrace` answers them in order)."""
-    verdict, disp = doc.get("verdict") or {}, doc["dispatch"]
-    tried: list[str] = []
-    for value in values:
-        flag = flag_text(arg, value, quant_field)
-        other = _attempt(arg, value, quant_field, dep, retrace, tried)
-        if other is None:
-            continue
-        theirs = other.get("verdict") or {}
-        if other["dispatch"]["status"] != "selected" or theirs.get("insertable") is not True:
-            tried.append(f"{flag}: {other['dispatch']['status']}, insertable "
-                          f"{str(theirs.get('insertable')).lower()}")  # fmt: skip
-            continue
-        sink = other["dispatch"]["paths"][0]["sink"] or {}
-        point = theirs.get("insertion_point") or {}
-        mine = disp["paths"][0]["sink"] or {}
-        fused = mine.get("kind") == "fused_moe_kernel"
-        now_is = "the kernel that routes inside" if fused else "no statement binds the ids"
-        gives = {g["value"]: g["text"] for g in rule.get("gives_up", [])}
-        flag_name = "--" + arg.replace("_", "-")
-        verdict["switch"] = {
-            "server_arg": arg,
-            "flag": flag_name,
-            "current": now,
-            "chosen_by": {"file": mine.get("file", ""), "line": mine.get("line", 0),
-                          "condition": f"{arg} = {now!r}: {now_is}"},
-            "excluded": [t.split(":", 1)[0] for t in tried],
-            "suggest": value,
-            "gives_up": gives.get(str(now), f"the fused MoE kernel {mine.get('name')}, which "
-                                            "routes inside" if fused else
-                                            f"the experts' own routing ({mine.get('name')}), "
-                                            "which the path never hands back as tensors"),
-            "evidence": [
-                f"traced again with {flag}: {sink.get('name')} [{sink.get('kind')}] at "
-                f"{sink.get('file')}:{sink.get('line')}; insertable after "
-                f"{point.get('file')}:{point.get('line')} in {point.get('function')}",
-                *tried,
-                NOT_CHECKED,
-            ],
-        }  # fmt: skip
-        verdict["why"] = verdict["why"] + way_out(verdict["switch"])
-        return
+        for value in values:
+            flag = flag_text(arg, value, quant_field)
+            other = _attempt(arg, value, quant_field, dep, ahead, tried)
+            if other is None:
+                continue
+            theirs = other.get("verdict") or {}
+            if other["dispatch"]["status"] != "selected" or theirs.get("insertable") is not True:
+                tried.append(f"{flag}: {other['dispatch']['status']}, insertable "
+                              f"{str(theirs.get('insertable')).lower()}")  # fmt: skip
+                continue
+            sink = other["dispatch"]["paths"][0]["sink"] or {}
+            point = theirs.get("insertion_point") or {}
+            mine = disp["paths"][0]["sink"] or {}
+            fused = mine.get("kind") == "fused_moe_kernel"
+            now_is = "the kernel that routes inside" if fused else "no statement binds the ids"
+            gives = {g["value"]: g["text"] for g in rule.get("gives_up", [])}
+            flag_name = "--" + arg.replace("_", "-")
+            verdict["switch"] = {
+                "server_arg": arg,
+                "flag": flag_name,
+                "current": now,
+                "chosen_by": {"file": mine.get("file", ""), "line": mine.get("line", 0),
+                              "condition": f"{arg} = {now!r}: {now_is}"},
+                "excluded": [t.split(":", 1)[0] for t in tried],
+                "suggest": value,
+                "gives_up": gives.get(str(now), f"the fused MoE kernel {mine.get('name')}, which "
+                                                "routes inside" if fused else
+                                                f"the experts' own routing ({mine.get('name')}), "
+                                                "which the path never hands back as tensors"),
+                "evidence": [
+                    f"traced again with {flag}: {sink.get('name')} [{sink.get('kind')}] at "
+                    f"{sink.get('file')}:{sink.get('line')}; insertable after "
+                    f"{point.get('file')}:{point.get('line')} in {point.get('function')}",
+                    *tried,
+                    NOT_CHECKED,
+                ],
+            }  # fmt: skip
+            verdict["why"] = verdict["why"] + way_out(verdict["switch"])
+            return
