@@ -52,6 +52,7 @@ from routescope.analysis.engine.values import (
     raises,
     unknown_from,
 )
+from routescope.analysis.library.paths import path_join
 
 
 class ExprMixin(EngineBase):
@@ -248,7 +249,8 @@ class ExprMixin(EngineBase):
                 return raises(
                     type(exc).__name__, f"{type(exc).__name__} in {self.source_text(node)}"
                 )
-        # an unknown number known to be true is not zero (an AtLeast above 0, its negation)
+        if isinstance(node.op, ast.Div) and (joined := path_join(a, b)) is not None:
+            return joined  # a path joined with a name not known: a path, not a division
         zero = (isinstance(b, Unknown) and b.truthy is not True) or (
             isinstance(b, Const) and isinstance(b.value, (int, float)) and b.value == 0
         )

@@ -49,7 +49,7 @@ from routescope.analysis.engine.withs import ContextManager
 from routescope.analysis.library.builtins import BoundConst, call_bound_const
 from routescope.analysis.library.modules import torch_module_call
 from routescope.analysis.library.nn_module import MODULE_BASES
-from routescope.analysis.library.paths import path_method
+from routescope.analysis.library.paths import PathMethod, UnknownPath, path_method
 
 # how deep one function may recurse on a path: a walk over nested configuration (a dict of
 # defaults three levels deep) recurses as deep as its data; past this, the budget stops it
@@ -111,6 +111,8 @@ class InvokeMixin(EngineBase):
         if isinstance(fn, CompiledFunction):  # a kernel of a CUDA module built at run time
             return [(st, self.hit_sink(st, self.current_function(), JIT_MODULE, node, args,
                                        kwargs))]  # fmt: skip
+        if isinstance(fn, PathMethod):  # `p.resolve()` of a path not known: a path
+            return [(st, UnknownPath(fn.reason, fn.origins))]
         if isinstance(fn, Unknown):  # calling an unknown value: its result is as unknown
             if self.tracing and role_of([*args, *kwargs.values()]) == "scores":
                 self._unrecognised(st, fn, node, [*args, *kwargs.values()])

@@ -38,6 +38,7 @@ from routescope.analysis.engine.shapes import (
     kind_shapes,
     value_shape,
 )
+from routescope.analysis.engine.sinks import join_compiled
 from routescope.analysis.engine.state import PathState, base_of, set_base
 from routescope.analysis.engine.values import (
     Const,
@@ -50,6 +51,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
+from routescope.analysis.library.paths import join_paths
 
 # How far into nested objects a join looks (server args -> declaration stash -> entry -> dict).
 JOIN_DEPTH = DEPTH
@@ -137,7 +139,7 @@ def _join_values(vals: list[Value | None], states: list[PathState], why: str, de
         tensors = [v for v in vals if isinstance(v, Tensor)]
         if all(t.producer is first.producer for t in tensors):
             return Tensor(producer=first.producer, role=first.role)
-    return _unknown(why, vals)
+    return join_compiled(vals) or join_paths(vals, why) or _unknown(why, vals)
 
 
 def join_fields(

@@ -47,11 +47,9 @@ from routescope.analysis.engine.values import (
     Value,
 )
 from routescope.analysis.library import heterogeneous, nn_module, records
-from routescope.analysis.library.builtins import (
-    builtin_names,
-    const_attribute,
-)
+from routescope.analysis.library.builtins import builtin_names, const_attribute
 from routescope.analysis.library.modules import MODULE, TREE_METHODS, ModuleTree, is_module
+from routescope.analysis.library.paths import path_attribute
 
 # every name Python's builtins module binds (an unknown builtin's result is opaque)
 _BUILTINS = (
@@ -296,8 +294,8 @@ class ObjectsMixin(EngineBase):
                     (st, method if isinstance(method, FunctionVal) else replace(obj, bound=None))
                 ]
             return [(st, Unknown(f"attribute {name} of function", kind=UnknownKind.OPAQUE))]
-        if isinstance(obj, Unknown):  # an attribute of an unknown value: as unknown
-            return [(st, Unknown(obj.reason, obj.origins, kind=obj.kind))]
+        if isinstance(obj, Unknown):  # an attribute of an unknown value: as unknown (of a
+            return [(st, path_attribute(obj, name))]  # path not known: a path where pathlib's is)
         if isinstance(obj, records.FieldDefault):  # dataclasses.field(...)'s Field
             return [(st, obj.read(name))]
         got = dtype_attribute(obj, name)  # (a tensor's dtype: its itemsize is at least 1)

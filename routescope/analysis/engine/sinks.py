@@ -179,4 +179,18 @@ class CompiledFunction(Value):
         self.module, self.name = module, name
 
 
+def join_compiled(vals: list[Value | None]) -> Value | None:
+    """Modules compiled or loaded at run time on each path (a prebuilt .so loaded on one, its
+    sources built on the other) join into one compiled module: its functions are kernels on
+    every path; one function of them by name likewise. None where not every value is one."""
+    if all(isinstance(v, CompiledModule) for v in vals):
+        return CompiledModule(" or ".join(sorted({v.name for v in vals})))  # type: ignore[union-attr]
+    funcs = [v for v in vals if isinstance(v, CompiledFunction)]
+    if len(funcs) == len(vals) and len({f.name for f in funcs}) == 1:
+        module = join_compiled([f.module for f in funcs])
+        if isinstance(module, CompiledModule):
+            return CompiledFunction(module, funcs[0].name)
+    return None
+
+
 UNRECOGNISED = "unrecognised"  # the kind of a call that may have written the ids (see invoke)

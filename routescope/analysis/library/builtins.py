@@ -30,6 +30,7 @@ from routescope.analysis.engine.values import (
     raises,
 )
 from routescope.analysis.library.isinstance_of import isinstance_of
+from routescope.analysis.library.paths import PATH_RETURNING, PathMethod
 
 _PURE: dict[str, Callable[..., Any]] = {
     "len": len,
@@ -167,7 +168,8 @@ def const_attribute(v: Const, name: str) -> Value:
     ):  # a concrete path's query
         # of the server's filesystem (resolve, read_bytes, stat, ...): the value stands for
         # pathlib.Path as well as the pure class, and what the disk holds is not known
-        return Unknown(f"result of Path.{name} (the server's filesystem)", kind=UnknownKind.OPAQUE)
+        why = f"result of Path.{name} (the server's filesystem)"
+        return PathMethod(why) if name in PATH_RETURNING else Unknown(why)
     if not hasattr(v.value, name):  # a constant is a real Python value: this is exact
         return Unknown(f"{type(v.value).__name__} has no attribute {name}", kind=UnknownKind.ABSENT)
     return Unknown(f"attribute {name} of {type(v.value).__name__}", kind=UnknownKind.OPAQUE)

@@ -9,11 +9,77 @@ from typing import TYPE_CHECKING
 
 from routescope.analysis.engine.containers import ListVal
 from routescope.analysis.engine.state import PathState
-from routescope.analysis.engine.values import Const, Unknown, UnknownKind, Value, merge_origins
+from routescope.analysis.engine.values import (
+    Const,
+    Unknown,
+    UnknownKind,
+    Value,
+    describe,
+    merge_origins,
+)
 from routescope.analysis.library.registry import Paths, models, one
 
 if TYPE_CHECKING:
     from routescope.analysis.engine.base import EngineBase
+
+
+class UnknownPath(Unknown):
+    """A path on the server whose text the facts do not tell (`Path(__file__).parent.resolve()`,
+    a package's install directory): unknown, yet a path. It is true, `/` joins it (a path never
+    divides: no ZeroDivisionError), and what pathlib gives back as a path is one."""
+
+    __slots__ = ()
+
+    def __init__(self, reason: str, origins: tuple[str, ...] = ()) -> None:
+        super().__init__(reason, origins, truthy=True, kind=UnknownKind.OPAQUE)
+        self.not_none = True
+
+
+class PathMethod(Unknown):
+    """A method of a path that gives a path back (`resolve`, `with_suffix`, ...), the path not
+    known: called, it gives an unknown path."""
+
+    __slots__ = ()
+
+
+# what pathlib's paths give back as a path: attributes, and methods (a known path's pure
+# methods are evaluated on it; these are the ones of an unknown path, or that ask the disk)
+PATH_ATTRIBUTES = frozenset({"parent"})
+PATH_RETURNING = frozenset({"absolute", "expanduser", "joinpath", "readlink", "relative_to",
+                            "resolve", "with_name", "with_stem", "with_suffix"})  # fmt: skip
+
+
+def is_path(v: Value) -> bool:
+    known = isinstance(v, Const) and isinstance(v.value, PurePosixPath)
+    return known or isinstance(v, UnknownPath)
+
+
+def path_attribute(obj: Unknown, name: str) -> Unknown:
+    """An attribute of an unknown value: as unknown; of an unknown path, a path where pathlib's
+    is one (`p.parent`), a method that gives one back (`p.resolve`)."""
+    if isinstance(obj, UnknownPath) and name in PATH_ATTRIBUTES:
+        return UnknownPath(obj.reason, obj.origins)
+    if isinstance(obj, UnknownPath) and name in PATH_RETURNING:
+        return PathMethod(obj.reason, obj.origins, kind=obj.kind)
+    return Unknown(obj.reason, obj.origins, kind=obj.kind)
+
+
+def path_join(a: Value, b: Value) -> Unknown | None:
+    """`a / b` with a path on one side and an operand whose value is not known: an unknown path
+    (pathlib joins; None where neither side is a path)."""
+    if not (is_path(a) or is_path(b)):
+        return None
+    unknown = next((v for v in (a, b) if isinstance(v, Unknown)), None)
+    why = unknown.reason if unknown else f"{describe(a)} / {describe(b)}"
+    return UnknownPath(why, merge_origins(a, b))
+
+
+def join_paths(vals: list[Value | None], why: str) -> Unknown | None:
+    """Unknown paths on each of the paths joined: an unknown path (None where not all are)."""
+    if vals and all(isinstance(v, UnknownPath) for v in vals):
+        return UnknownPath(why, merge_origins(*(v for v in vals if v is not None)))
+    return None
+
 
 _FS_QUERIES = {
     "os.path.exists": "exists",
@@ -37,6 +103,8 @@ def _path(
         isinstance(a, Const) and isinstance(a.value, (str, PurePosixPath)) for a in args
     ):
         return one(st, Const(PurePosixPath(*(a.value for a in args)), merge_origins(*args)))  # type: ignore[attr-defined]
+    if args:  # a path whose text is not known (or a call that fails: as for any library call)
+        return one(st, UnknownPath(f"result of {name}()", merge_origins(*args)))
     return None
 
 
