@@ -11,7 +11,11 @@ from typing import Any
 
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Facts
-from routescope.analysis.engine.values import Const, Unknown, UnknownKind, Value
+from routescope.analysis.engine.join import join_values
+from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
+from routescope.analysis.engine.state import PathState
+from routescope.analysis.engine.values import Const, Tensor, Unknown, UnknownKind, Value
+from routescope.analysis.library.paths import UnknownPath
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
 from tests.engine.test_engine_synthetic import make_tree
 
@@ -789,3 +793,122 @@ def test_only_a_number_divides_by_an_unknown(tmp_path: Path) -> None:
     assert sorted(p.outcome for p in paths) == ["raise", "return", "return"]
     returned_values = [p.value.value for p in paths if isinstance(p.value, Const)]
     assert returned_values == ["formatted"]
+
+
+def test_a_path_whose_text_is_not_known_is_joined_not_divided(tmp_path: Path) -> None:
+    # SGLang 0.5.14 jit_kernel/utils.py:101 `(path.parent / include).resolve()`, `path` from
+    # `pathlib.Path(...).resolve()` of a directory not known: a path joined with a name raises
+    # no ZeroDivisionError (it once forked a way that raised), a path is true, and `/` of
+    # unknown numbers still may raise
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        import pathlib
+        def main(src, include, n, sub):
+            root = pathlib.Path(src).resolve()
+            header = (root.parent / include).resolve()
+            here = pathlib.Path("/opt/pkg") / include
+            if not root or not here:
+                return "never"
+            if header.is_file():
+                found = header
+            else:
+                found = root.with_suffix(".h")
+            joined = found.parent / "csrc" / include
+            if n == "divide":
+                return n / sub
+            return "joined"
+    """
+        },
+        Unknown("src"),
+        Unknown("include"),
+        Unknown("n"),
+        Unknown("sub"),
+    )
+    raised = {(p.result, p.raised_at[:2]) for p in paths if p.raised_at}
+    assert raised == {("ZeroDivisionError", ("fw/main.py", 15))}  # n / sub, and only there
+    assert all(p.outcome in ("raise", "return") for p in paths)
+    ends = {
+        p.value.value if isinstance(p.value, Const) else None for p in paths if p.raised_at is None
+    }
+    assert ends == {"joined", None}  # (None: n / sub's quotient)
+
+
+def test_ways_that_hold_compiled_modules_or_unknown_paths_join_into_one() -> None:
+    # a join (of the many ways through a call) keeps what every way holds: a compiled module
+    # (its functions are kernels), one function of such modules by name, a path
+    states = [PathState(envs=[{}]), PathState(envs=[{}])]
+    prebuilt, built = CompiledModule("prebuilt"), CompiledModule("built")
+    module = join_values([prebuilt, built], states, "why")
+    assert isinstance(module, CompiledModule) and module.name == "built or prebuilt"
+    fn = join_values([CompiledFunction(prebuilt, "topk"), CompiledFunction(built, "topk")],
+                     states, "why")  # fmt: skip
+    assert isinstance(fn, CompiledFunction) and fn.name == "topk"
+    assert isinstance(fn.module, CompiledModule)
+    other = join_values([CompiledFunction(prebuilt, "topk"), CompiledFunction(built, "sort")],
+                        states, "why")  # fmt: skip
+    assert type(other) is Unknown
+    path = join_values([UnknownPath("a"), UnknownPath("b")], states, "differs")
+    assert isinstance(path, UnknownPath) and path.truthy is True
+    assert type(join_values([UnknownPath("a"), Unknown("b")], states, "differs")) is Unknown
+
+
+def test_a_module_built_or_loaded_prebuilt_is_one_compiled_module(tmp_path: Path) -> None:
+    # SGLang 0.5.14 jit_kernel/utils.py:285-316: a prebuilt .so is loaded (tvm_ffi.load_module)
+    # where one is on disk, else the sources are built (load_inline): either way a module whose
+    # functions are kernels, once the two ways are joined (they forked into a way whose call
+    # was "not recognised as a kernel")
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        import pathlib
+        from tvm_ffi import load_module
+        from tvm_ffi.cpp import load_inline
+        def build(where):
+            prebuilt = pathlib.Path(where) / "grouped_topk.so"
+            if prebuilt.is_file():
+                return load_module(str(prebuilt))
+            return load_inline("grouped_topk", cuda_sources=["topk.cuh"])
+        def main(where, scores):
+            module = build(where)
+            module.grouped_topk(scores)
+            return "routed"
+    """
+        },
+        Unknown("where"),
+        Tensor(role="scores"),
+    )
+    assert set(returned(paths)) == {"routed"}
+    assert [[k.rule for k in p.kernels] for p in paths] == [["jit-module"]] * len(paths)
+
+
+def test_every_undecided_condition_says_why(tmp_path: Path) -> None:
+    # SGLang 0.5.14 jit_kernel/utils.py:81 `while stack:` (a list the loop before it filled)
+    # and :187 `if version:` (a package's attribute) were listed under "would decide" with no
+    # reason at all
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        import tvm_ffi
+        def main(items, n):
+            stack = []
+            for item in items:
+                stack.append(item)
+            if stack:
+                pass
+            version = getattr(tvm_ffi, "__version__", None)
+            if version:
+                return "versioned"
+            return "unversioned"
+    """
+        },
+        Unknown("items"),
+        Unknown("n"),
+    )
+    reasons = {d.text: d.reason for p in paths for d in p.decisions if d.value is None}
+    assert set(reasons) == {"stack", "version"}
+    assert all(reasons.values()), reasons
+    assert "tvm_ffi.__version__" in reasons["version"]
