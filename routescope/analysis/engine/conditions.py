@@ -6,7 +6,7 @@ import ast
 
 from routescope.analysis.engine.base import EngineBase, Paths
 from routescope.analysis.engine.budget import BudgetExceeded
-from routescope.analysis.engine.containers import DictVal, SetVal
+from routescope.analysis.engine.containers import DictVal, ListVal, SetVal
 from routescope.analysis.engine.contents import entries, truth_in
 from routescope.analysis.engine.data import as_data
 from routescope.analysis.engine.intervals import Compared, refine, remember_truth
@@ -103,7 +103,11 @@ class ConditionsMixin(EngineBase):
             why = entries(st, v).rest or why
         ctx = self.ctx[-1] if self.ctx else None
         file, function = (ctx.file, ctx.function) if ctx is not None else ("", "")
+        if t is None and isinstance(v, ListVal):  # a list of unknown length
+            why = st.contents(v).why or why
         reason, kind = (why.reason, why.kind) if why is not None else ("", None)
+        if t is None and not reason:  # whatever else the facts do not tell the truth of
+            reason = f"the truth of {describe(v)} is not known"
         if not self.record_inputs:  # set-up code: no inputs or parts, so one Decision serves
             # every evaluation of this test in this function with this outcome (it is frozen;
             # a loop over a few hundred items decides its test a few hundred times)
