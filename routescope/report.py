@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # the trace's types: a report read back from the cache needs 
     from routescope.analysis.phases.trace import TracedPath
 
 # Bump the major part on any change that removes or renames a field.
-SCHEMA_VERSION = "2.0"  # 2.0: values the trace read are typed (value, kind, repr, origins)
+SCHEMA_VERSION = "2.1"  # 2.0: values the trace read are typed (value, kind, repr, origins);
+# 2.1: a path that raises says what and where (`raised`)
 
 
 # the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
@@ -157,6 +158,7 @@ def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
         "experts": _experts(p),
         "outcome": p.outcome,
         "stopped": p.stopped or None,
+        "raised": _raised(p),
         "equivalent_paths": also,
         "frames": [
             {
@@ -176,6 +178,26 @@ def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
             else None
         ),
     }
+
+
+def _raised(p: TracedPath) -> dict[str, Any] | None:
+    """What a path that ends in a raise raises, and where (None for a path that returns)."""
+    if p.outcome != "raise":
+        return None
+    at = p.raised_at or (p.end.raised_at if p.end is not None else None)
+    file, line, function = at if at else (None, None, None)
+    return {"exception": p.result, "file": file, "line": line, "function": function}
+
+
+def raised_text(path: dict[str, Any]) -> str:
+    """`raises ZeroDivisionError at sglang/jit_kernel/utils.py:101 in _local_jit_source_hash`;
+    "" for a path that does not raise."""
+    r = path.get("raised")
+    if not r:
+        return ""
+    where = f" at {r['file']}:{r['line']}" if r.get("file") else ""
+    fn = f" in {r['function'].rpartition(':')[2]}" if r.get("function") else ""
+    return f"raises {r['exception']}{where}{fn}"
 
 
 def _experts(p: TracedPath) -> list[dict[str, Any]]:

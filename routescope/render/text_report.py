@@ -10,7 +10,7 @@ from rich.tree import Tree
 
 from routescope.render.markdown import server_args_set
 from routescope.render.text_verdict import verdict_panel
-from routescope.report import sink_args_text, sink_label
+from routescope.report import raised_text, sink_args_text, sink_label
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 _STYLE = {True: "green", False: "red", None: "yellow"}
@@ -65,6 +65,8 @@ def path_tree(path: dict[str, Any], title: str) -> Tree:
         tree.add(t)
     if path["stopped"]:
         tree.add(Text(f"path stopped: {path['stopped']}", style="yellow"))
+    elif path.get("raised") and not sink:
+        tree.add(Text(f"path {raised_text(path)}", style="yellow"))
     return tree
 
 

@@ -43,6 +43,12 @@ def _would_decide(disp: dict[str, Any], n: int, width: int) -> list[str]:
     return out
 
 
+def _no_kernel(path: dict[str, Any]) -> str:
+    """How a path without a router kernel ends: the exception it raises, or no kernel."""
+    r = path.get("raised")
+    return f"a raise ({r['exception']})" if r else "no kernel"
+
+
 def _enum_name(value: str) -> str:
     """`TopKOutputFormat.STANDARD` -> `STANDARD`; any other text as it is."""
     return value.rsplit(".", 1)[-1] if value.replace(".", "").replace("_", "").isalnum() else value
@@ -79,7 +85,7 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
             cond = _cut(d["condition"], width - len(where) - len(tail))
             out.append(Text(where + cond + tail, style="dim"))
     elif status == "forked":
-        ends = sorted({(p["sink"] or {}).get("name") or "no kernel" for p in disp["paths"]})
+        ends = sorted({(p["sink"] or {}).get("name") or _no_kernel(p) for p in disp["paths"]})
         out.append(Text(f"forked: {len(disp['paths'])} paths, ending in " + ", ".join(
             e.split(":")[-1] for e in ends), style="bold yellow"))  # fmt: skip
         out.append(Text("would decide:", style="yellow"))

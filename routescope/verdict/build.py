@@ -8,7 +8,7 @@ from typing import Any
 from routescope.analysis.index import Index
 from routescope.errors import RoutescopeError
 from routescope.patch.call import names_in_scope, router_call, value_text
-from routescope.report import FUSED_MOE_KERNEL, sink_args_text
+from routescope.report import FUSED_MOE_KERNEL, raised_text, sink_args_text
 from routescope.verdict import constraints as C
 from routescope.verdict.callees import CallSite, find_calls
 from routescope.verdict.facts import (
@@ -112,7 +112,9 @@ def assess(
         return out
     if sink is None:
         out["why"] = (
-            f"the path stopped before a router kernel: {path['stopped'] or path['outcome']}"
+            f"the path {raised_text(path)} before a router kernel"
+            if path.get("raised")
+            else f"the path stopped before a router kernel: {path['stopped'] or path['outcome']}"
         )
         return out
     point = find_point(path, index, fw["tensors"])

@@ -47,6 +47,7 @@ class TracedPath:
     # the kernels each way through the layer the router hands its result to launches (the
     # experts' forward, traced on from a router that routes): what the GPU must run
     experts: tuple[tuple[SinkHit, ...], ...] = ()
+    raised_at: tuple[str, int, str] | None = None  # a path that raises: where (file, line, fn)
 
     @property
     def decided(self) -> bool:
@@ -129,7 +130,8 @@ def trace_call(
                               stopped,
                               tuple(h for h in s.sinks if h.kind != UNRECOGNISED and h.routes),
                               end=s, value=v,
-                              launches=tuple(h for h in s.sinks if not h.routes)))  # fmt: skip
+                              launches=tuple(h for h in s.sinks if not h.routes),
+                              raised_at=s.raised_at if kind == "raise" else None))  # fmt: skip
     return out
 
 
