@@ -24,6 +24,7 @@ from routescope.analysis.engine.values import (
     describe,
     merge_origins,
 )
+from routescope.analysis.engine.worklists import known_filled
 from routescope.analysis.walked import walked
 
 
@@ -86,6 +87,8 @@ class ConditionsMixin(EngineBase):
                     s2 = s.fork()
                     s2.decisions.append(decision)
                     refine(s2, v, branch)  # (a count compared: bounded on each way)
+                    if branch and isinstance(v, ListVal):  # `while stack:`: it holds an item
+                        known_filled(s2, v)
                     remember_truth(s2, v, branch)  # (a joined value: known on each way)
                     out.append((s2, branch))
             else:

@@ -46,19 +46,22 @@ class Seq:
     the list holds the sure ones and some of the others, in that order. A loop over it goes
     through them, forking where one is perhaps there."""
 
-    __slots__ = ("items", "maybe", "why")
+    __slots__ = ("each", "filled", "items", "maybe", "why")
 
     def __init__(
         self,
         items: Iterable[Value] | None,
         why: Unknown | None = None,
         maybe: Iterable[tuple[Value, bool]] | None = None,
+        filled: bool = False,  # of unknown length, yet not empty: a truth test went true
+        each: Value | None = None,  # of unknown contents, yet every item is one (a path)
     ) -> None:
         self.items: tuple[Value, ...] | None = tuple(items) if items is not None else None
-        self.why = why
+        self.why, self.filled = why, filled and items is None
         self.maybe: tuple[tuple[Value, bool], ...] | None = (
             tuple(maybe) if maybe is not None and items is None else None
         )
+        self.each = each if items is None and maybe is None else None
 
     def layout(self) -> tuple[tuple[Value, bool], ...] | None:
         """The items in order, each with whether it is perhaps absent; None when not known."""
@@ -70,8 +73,6 @@ class Seq:
         """This list after `more` was appended to it."""
         if self.items is not None:
             return Seq([*self.items, *more])
-        if self.maybe is None:
-            return self
         return Seq(None, self.why, [*self.maybe, *((v, False) for v in more)])
 
 

@@ -11,12 +11,17 @@ from routescope.analysis.engine.join import agree
 from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.state import PathState, base_of
 from routescope.analysis.engine.values import Unknown, UnknownKind, Value
+from routescope.analysis.library.paths import UnknownPath, each_of
 
 
 def stable(a: Value | None, b: Value | None) -> bool:
     """`agree`, or both unknown: a loop whose next pass changes nothing but unknowns into
     other unknowns has reached its fixpoint."""
-    return agree(a, b) or (isinstance(a, Unknown) and isinstance(b, Unknown))
+    return agree(a, b) or (
+        isinstance(a, Unknown)
+        and isinstance(b, Unknown)
+        and (not isinstance(a, UnknownPath) or isinstance(b, UnknownPath))
+    )  # (an unknown path covers only unknown paths: a pass that made it any value did not)
 
 
 def all_stable(a: PathState, b: PathState, since: int | None = None) -> bool:
@@ -46,8 +51,8 @@ def _contents_stable(x: Any, y: Any) -> bool:
         return x.keys() == y.keys() and all(stable(x[k], y[k]) for k in x)
     if isinstance(x, Seq) and isinstance(y, Seq):
         a, b = x.layout(), y.layout()
-        if a is None or b is None:
-            return a is None and b is None
+        if a is None or b is None:  # (what every item is, where known, as for a value)
+            return a is None and b is None and (x.each is None or stable(x.each, y.each))
         return len(a) == len(b) and all(
             p == q and stable(i, j) for (i, p), (j, q) in zip(a, b, strict=True)
         )
@@ -80,8 +85,8 @@ def forget_unstable(a: PathState, b: PathState, why: str, since: int | None = No
             continue
         if isinstance(y, dict):
             b.store(obj, {k: (v if stable(x.get(k), v) else lost) for k, v in y.items()})
-        elif isinstance(y, Seq):
-            b.store(obj, Seq(None, lost))
+        elif isinstance(y, Seq):  # (what every item is may still be known: a path)
+            b.store(obj, Seq(None, lost, each=each_of([x, y]) if isinstance(x, Seq) else None))
         else:
             b.store(obj, Entries({}, lost))
     return b

@@ -51,7 +51,7 @@ from routescope.analysis.engine.values import (
     UnknownKind,
     Value,
 )
-from routescope.analysis.library.paths import join_paths
+from routescope.analysis.library.paths import each_of, join_paths
 
 # How far into nested objects a join looks (server args -> declaration stash -> entry -> dict).
 JOIN_DEPTH = DEPTH
@@ -174,7 +174,7 @@ def _join_lists(seqs: list[Seq], states: list[PathState], why: str, depth: int) 
     layouts = [s.layout() for s in seqs]
     why_seq = next((s.why for s in seqs if s.why is not None), None) or _unknown(why)
     if any(lay is None for lay in layouts) or sum(len(lay or ()) for lay in layouts) > ALIGN_LIMIT:
-        return Seq(None, why_seq)
+        return Seq(None, why_seq, each=each_of(seqs))
     known = cast(list[tuple[tuple[Value, bool], ...]], layouts)
     if len({len(lay) for lay in known}) == 1 and all(s.items is not None for s in seqs):
         return Seq(

@@ -39,6 +39,7 @@ from routescope.analysis.engine.values import (
     may_raise,
     raises,
 )
+from routescope.analysis.engine.worklists import after_pop, appended, popped
 
 
 class ContainerMethod(Value):
@@ -108,10 +109,17 @@ def _list_method(
         if kept is not None:  # still nothing but items it is known it may hold
             st.store(lst, kept)
             return Const(None)
-        st.store(lst, Seq(None, _unknown(f"a list.{name}() of unknown contents")))
-        why = _unknown(f"list.{name}() of unknown contents")
+        popping = name == "pop" and not args and (seq.maybe or seq.each) is not None
+        after = (
+            after_pop(seq)
+            if popping
+            else Seq(None, _unknown(f"a list.{name}() of unknown contents"))
+        )
+        st.store(lst, after)  # (popped: any of its last items may have gone)
+        got = popped(seq) if popping else None  # (one of its items, where that is known)
+        why = got if isinstance(got, Unknown) else _unknown(f"list.{name}() of unknown contents")
         fails = _may_fail(st, seq, name, items, args)
-        return may_raise(fails, why) if fails else why
+        return may_raise(fails, why, got) if fails else (got or why)
     new, value = changed
     st.store(lst, Seq(new))
     return value
@@ -147,7 +155,7 @@ def _may_fail(
     empty (a loop's pops from it) or of a position perhaps past its end, list.remove() of an
     item perhaps not there; None where it cannot."""
     if name == "pop":
-        sure = not args and any(not perhaps for _, perhaps in seq.layout() or ())
+        sure = not args and (seq.filled or any(not perhaps for _, perhaps in seq.layout() or ()))
         return None if sure else "IndexError"
     if name == "remove" and len(args) == 1:
         found = items is not None and any(equal(st, v, args[0]) is True for v in items)
@@ -158,8 +166,9 @@ def _may_fail(
 def _unknown_length_change(st: PathState, seq: Seq, name: str, args: list[Value]) -> Seq | None:
     """A list of unknown length known as items some perhaps absent (Seq.maybe), after an
     append, an extend of known items or a reverse; None when it is no longer known."""
-    if seq.maybe is None:
-        return None
+    if seq.maybe is None:  # (only what every item is may still be known)
+        extra = iteration(args[0], st) if name == "extend" and len(args) == 1 else None
+        return appended(seq, args if name == "append" and len(args) == 1 else extra)
     if name == "append" and len(args) == 1:
         return seq.extended(args)
     if name == "extend" and len(args) == 1:

@@ -7,7 +7,7 @@ import ast
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from routescope.analysis.engine.containers import ListVal
+from routescope.analysis.engine.containers import ListVal, Seq
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     Const,
@@ -79,6 +79,19 @@ def join_paths(vals: list[Value | None], why: str) -> Unknown | None:
     if vals and all(isinstance(v, UnknownPath) for v in vals):
         return UnknownPath(why, merge_origins(*(v for v in vals if v is not None)))
     return None
+
+
+def each_of(seqs: list[Seq]) -> Value | None:
+    """What every item of these lists is, where a list's contents are no longer kept (a loop
+    forgets them, a join cannot align them): a path, where every item each holds, or is said
+    to hold, is one; None otherwise."""
+    values: list[Value | None] = []
+    for seq in seqs:
+        layout = seq.layout()
+        if layout is None and seq.each is None:
+            return None
+        values.extend([v for v, _ in layout] if layout is not None else [seq.each])
+    return join_paths(values, "an item of a list of unknown contents") if values else None
 
 
 _FS_QUERIES = {
