@@ -912,3 +912,84 @@ def test_every_undecided_condition_says_why(tmp_path: Path) -> None:
     assert set(reasons) == {"stack", "version"}
     assert all(reasons.values()), reasons
     assert "tvm_ffi.__version__" in reasons["version"]
+
+
+WORKLIST = """
+        import pathlib
+        def main(root, names, sub):
+            stack = [pathlib.Path(r).resolve() for r in [root, root]]
+            seen = set()
+            while stack:
+                path = stack.pop()
+                if path in seen or not path.is_file():
+                    continue
+                seen.add(path)
+                for name in names:
+                    found = (path.parent / name).resolve()
+                    if found.is_file():
+                        stack.append({appended})
+            return "hashed"
+    """
+
+
+def test_a_worklist_of_paths_pops_a_path_and_pops_only_what_it_holds(tmp_path: Path) -> None:
+    # SGLang 0.5.13-0.5.15 jit_kernel/utils.py:73-109, the JIT sources' hash: `while stack:` then
+    # `stack.pop()` does not raise IndexError (the truth test said the list holds an item), and
+    # what it pops is a path even after the loop forgot how many it holds, so `path.parent /
+    # name` joins; it forked two ways that raised (IndexError, ZeroDivisionError)
+    files = {"main.py": WORKLIST.format(appended="found")}
+    paths = run(tmp_path, files, Unknown("root"), Unknown("names"), Unknown("sub"))
+    assert [(p.outcome, p.raised_at) for p in paths] == [("return", None)] * len(paths)
+    assert set(returned(paths)) == {"hashed"}
+
+
+def test_a_worklist_that_took_a_number_may_divide_by_zero(tmp_path: Path) -> None:
+    # the same loop appending something that may be a number: what it pops is no longer known
+    # to be a path, and `path.parent / name` may raise as a division does
+    files = {"main.py": WORKLIST.format(appended="sub")}
+    paths = run(tmp_path, files, Unknown("root"), Unknown("names"), Unknown("sub"))
+    raised = {(p.result, p.raised_at[1]) for p in paths if p.raised_at}
+    assert ("ZeroDivisionError", 12) in raised
+    assert "hashed" in returned([p for p in paths if p.outcome == "return"])
+
+
+def test_a_list_popped_without_a_test_may_still_be_empty(tmp_path: Path) -> None:
+    # no truth test went true: a pop from a list a loop may have emptied may raise IndexError
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        def main(items):
+            stack = ["a"]
+            for item in items:
+                stack.pop()
+            return stack.pop()
+    """
+        },
+        Unknown("items"),
+    )
+    assert {p.result for p in paths if p.outcome == "raise"} == {"IndexError"}
+    assert "a" in returned([p for p in paths if p.outcome == "return"])
+
+
+def test_a_path_a_loop_may_replace_is_no_longer_known_to_be_one(tmp_path: Path) -> None:
+    # a loop's fixpoint took any unknown as covering any other: a path before the loop, which
+    # a pass may make any value, stayed a path after it (a division that may raise was missed)
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        import pathlib
+        def main(src, items, sub, name):
+            where = pathlib.Path(src)
+            for item in items:
+                where = sub
+            return where / name
+    """
+        },
+        Unknown("src"),
+        Unknown("items"),
+        Unknown("sub"),
+        Unknown("name"),
+    )
+    assert {(p.result, p.raised_at[1]) for p in paths if p.raised_at} == {("ZeroDivisionError", 7)}
