@@ -65,14 +65,14 @@ class Seq:
 
     def layout(self) -> tuple[tuple[Value, bool], ...] | None:
         """The items in order, each with whether it is perhaps absent; None when not known."""
-        if self.items is not None:
-            return tuple((v, False) for v in self.items)
-        return self.maybe
+        return tuple((v, False) for v in self.items) if self.items is not None else self.maybe
 
     def extended(self, more: Iterable[Value]) -> Seq:
         """This list after `more` was appended to it."""
         if self.items is not None:
             return Seq([*self.items, *more])
+        if self.maybe is None:  # (contents not known: still not known)
+            return Seq(None, self.why)
         return Seq(None, self.why, [*self.maybe, *((v, False) for v in more)])
 
 

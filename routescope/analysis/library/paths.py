@@ -4,6 +4,7 @@ about its model path are answered from the checkpoint routescope read (else Unkn
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -74,7 +75,7 @@ def path_join(a: Value, b: Value) -> Unknown | None:
     return UnknownPath(why, merge_origins(a, b))
 
 
-def join_paths(vals: list[Value | None], why: str) -> Unknown | None:
+def join_paths(vals: Sequence[Value | None], why: str) -> Unknown | None:
     """Unknown paths on each of the paths joined: an unknown path (None where not all are)."""
     if vals and all(isinstance(v, UnknownPath) for v in vals):
         return UnknownPath(why, merge_origins(*(v for v in vals if v is not None)))
