@@ -821,10 +821,7 @@ def test_a_path_whose_text_is_not_known_is_joined_not_divided(tmp_path: Path) ->
             return "joined"
     """
         },
-        Unknown("src"),
-        Unknown("include"),
-        Unknown("n"),
-        Unknown("sub"),
+        *(Unknown(name) for name in ("src", "include", "n", "sub")),
     )
     raised = {(p.result, p.raised_at[:2]) for p in paths if p.raised_at}
     assert raised == {("ZeroDivisionError", ("fw/main.py", 15))}  # n / sub, and only there
