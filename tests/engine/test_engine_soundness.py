@@ -990,3 +990,26 @@ def test_a_path_a_loop_may_replace_is_no_longer_known_to_be_one(tmp_path: Path) 
         Unknown("name"),
     )
     assert {(p.result, p.raised_at[1]) for p in paths if p.raised_at} == {("ZeroDivisionError", 7)}
+
+
+def test_what_a_loop_may_assign_is_not_covered_by_what_was_known_before_it(tmp_path: Path) -> None:
+    # a loop's fixpoint took any unknown as covering any other: `s`, an f-string before the loop
+    # (true), which a pass may make any value (perhaps false), was still true after it, and
+    # only one way was taken; CPython takes both ("false" when `y` is "" and `items` is not
+    # empty)
+    paths = run(
+        tmp_path,
+        {
+            "main.py": """
+        def main(items, y):
+            s = f"a{y}"
+            for item in items:
+                s = y
+            if s:
+                return "true"
+            return "false"
+    """
+        },
+        *(Unknown(name) for name in ("items", "y")),
+    )
+    assert set(returned(paths)) == {"true", "false"}

@@ -8,20 +8,28 @@ from typing import Any
 
 from routescope.analysis.engine.containers import Entries, Seq
 from routescope.analysis.engine.join import agree
+from routescope.analysis.engine.nones import never_none
 from routescope.analysis.engine.openkeys import OpenKeys
 from routescope.analysis.engine.state import PathState, base_of
-from routescope.analysis.engine.values import Unknown, UnknownKind, Value
-from routescope.analysis.library.paths import UnknownPath, each_of
+from routescope.analysis.engine.values import AtLeast, Unknown, UnknownKind, Value
+from routescope.analysis.library.paths import each_of
 
 
 def stable(a: Value | None, b: Value | None) -> bool:
-    """`agree`, or both unknown: a loop whose next pass changes nothing but unknowns into
-    other unknowns has reached its fixpoint."""
-    return agree(a, b) or (
-        isinstance(a, Unknown)
-        and isinstance(b, Unknown)
-        and (not isinstance(a, UnknownPath) or isinstance(b, UnknownPath))
-    )  # (an unknown path covers only unknown paths: a pass that made it any value did not)
+    """`agree`, or both unknown and `a` standing for whatever `b` may be: a loop whose next
+    pass changes nothing but unknowns into unknowns its state covers has reached its fixpoint."""
+    return agree(a, b) or (isinstance(a, Unknown) and isinstance(b, Unknown) and covers(a, b))
+
+
+def covers(a: Unknown, b: Unknown) -> bool:
+    """Is every value `b` may be one `a` may be? What is known of `a` (its truth, not None, a
+    path, a count from below, its kind of unknown) must hold of `b`: an f-string before the
+    loop (true) does not cover what a pass may assign (any value, perhaps false)."""
+    if type(a) is not Unknown and type(a) is not type(b):
+        return False
+    if isinstance(a, AtLeast) and isinstance(b, AtLeast) and b.low < a.low:
+        return False
+    return (a.truthy is None or a.truthy == b.truthy) and (not a.not_none or never_none(b))
 
 
 def all_stable(a: PathState, b: PathState, since: int | None = None) -> bool:
