@@ -17,8 +17,7 @@ def popped(seq: Seq) -> Value | None:
     where that is not known."""
     if seq.maybe is None:
         return seq.each
-    layout = seq.maybe
-    last = max((i for i, (_, perhaps) in enumerate(layout) if not perhaps), default=0)
+    layout, last = seq.maybe, _last_sure(seq.maybe)
     candidates = [v for v, _ in layout[last:]]
     if candidates and all(agree(v, candidates[0]) for v in candidates):
         return candidates[0]
@@ -31,9 +30,13 @@ def after_pop(seq: Seq) -> Seq:
     known)."""
     if seq.maybe is None:
         return Seq(None, seq.why, each=seq.each)
-    layout = seq.maybe
-    last = max((i for i, (_, perhaps) in enumerate(layout) if not perhaps), default=0)
+    layout, last = seq.maybe, _last_sure(seq.maybe)
     return Seq(None, seq.why, [*layout[:last], *((v, True) for v, _ in layout[last:])])
+
+
+def _last_sure(layout: tuple[tuple[Value, bool], ...]) -> int:
+    """Where a pop() may take from: the last item surely there (0 where none is)."""
+    return max((i for i, (_, perhaps) in enumerate(layout) if not perhaps), default=0)
 
 
 def known_filled(st: PathState, lst: ListVal) -> None:
