@@ -11,10 +11,11 @@ from typing import Any
 
 from routescope.analysis.engine.core import Engine
 from routescope.analysis.engine.facts import Facts
+from routescope.analysis.engine.fixpoint import covers
 from routescope.analysis.engine.join import join_values
 from routescope.analysis.engine.sinks import CompiledFunction, CompiledModule
 from routescope.analysis.engine.state import PathState
-from routescope.analysis.engine.values import Const, Tensor, Unknown, UnknownKind, Value
+from routescope.analysis.engine.values import AtLeast, Const, Tensor, Unknown, UnknownKind, Value
 from routescope.analysis.library.paths import UnknownPath
 from routescope.analysis.phases.trace import TracedPath, resolve_entry, trace_call
 from tests.engine.test_engine_synthetic import make_tree
@@ -1013,3 +1014,17 @@ def test_what_a_loop_may_assign_is_not_covered_by_what_was_known_before_it(tmp_p
         *(Unknown(name) for name in ("items", "y")),
     )
     assert set(returned(paths)) == {"true", "false"}
+
+
+def test_an_unknown_covers_another_only_where_what_is_known_of_it_holds() -> None:
+    # the fixpoint's rule, case by case: a plain unknown covers any; one known true, not None,
+    # a path, or a count from a bound covers only unknowns of which that holds too
+    plain, true = Unknown("any"), Unknown("an f-string", truthy=True)
+    not_none = Unknown("joined, never None")
+    not_none.not_none = True
+    assert all(covers(plain, b) for b in (plain, true, not_none, AtLeast(1, "n"), UnknownPath("p")))
+    assert not covers(true, plain) and covers(true, Unknown("another f-string", truthy=True))
+    assert not covers(not_none, plain) and covers(not_none, true) and covers(not_none, not_none)
+    assert not covers(UnknownPath("p"), plain) and covers(UnknownPath("p"), UnknownPath("q"))
+    assert covers(AtLeast(1, "n"), AtLeast(2, "m")) and not covers(AtLeast(2, "n"), AtLeast(1, "m"))
+    assert not covers(AtLeast(1, "n"), true)
