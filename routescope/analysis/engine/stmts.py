@@ -26,6 +26,7 @@ from routescope.analysis.engine.values import (
 
 GLOBALS_KEY = "\x00global"  # env slot listing the names a function declared `global`
 HANDLED_KEY = "\x00handled"  # env slot: the exception the running handler handles
+HANDLED_AT = "\x00handled at"  # env slot: where it was raised (a Const of raised_at)
 
 
 class StmtMixin(EngineBase):
@@ -210,10 +211,14 @@ class StmtMixin(EngineBase):
         where = (self.current_file(), node.lineno, self.current_function())
         if node.exc is None:  # a bare raise: the exception being handled, again
             handled = st.env.get(HANDLED_KEY) or Unknown("re-raise", kind=UnknownKind.RAISED)
+            st.raised_at = _handled_at(st)  # where it was raised: Python keeps its traceback
             return [(st, "raise", handled)]
         out: list[Outcome] = []
         for s, v in self.ev(st, node.exc):
-            s.raised_at = where
+            # `raise e` of the exception being handled: raised where it first was, as a bare
+            # raise; anything else is raised here
+            again = v is s.env.get(HANDLED_KEY) and not isinstance(v, Unknown)
+            s.raised_at = (_handled_at(s) or where) if again else where
             out.append((s, "raise", v))
         return out
 
@@ -276,16 +281,18 @@ class StmtMixin(EngineBase):
                 taker = s if m else s.fork()
                 if not m:
                     left.append(s)
-                taker.raised_at = None  # handled: what is raised later is raised there
+                raised_at, taker.raised_at = taker.raised_at, None  # later raises: theirs
                 if h.name:
                     taker.env[h.name] = caught
-                before = taker.env.get(HANDLED_KEY)
+                before = taker.env.get(HANDLED_KEY), taker.env.get(HANDLED_AT)
                 taker.env[HANDLED_KEY] = caught  # what a bare `raise` in the handler raises
+                taker.env[HANDLED_AT] = Const(raised_at)
                 for s2, k2, v2 in self.exec_block(taker, h.body):
-                    if s2.envs and before is not None:
-                        s2.env[HANDLED_KEY] = before
-                    elif s2.envs:
-                        s2.env.pop(HANDLED_KEY, None)
+                    for key, was in zip((HANDLED_KEY, HANDLED_AT), before, strict=True):
+                        if s2.envs and was is not None:
+                            s2.env[key] = was
+                        elif s2.envs:
+                            s2.env.pop(key, None)
                     out.append((s2, k2, v2))
             pending = left
         out.extend((s, "raise", exc) for s in pending)
@@ -338,3 +345,9 @@ def unpacked(v: Value) -> Value:
     if isinstance(v, Unknown):  # an item of an unknown value is as unknown
         return v
     return Unknown("unpacked from an unknown value", kind=UnknownKind.UNSUPPORTED)
+
+
+def _handled_at(st: PathState) -> tuple[str, int, str] | None:
+    """Where the exception the running handler handles was raised (None: not known)."""
+    at = st.env.get(HANDLED_AT)
+    return at.value if isinstance(at, Const) and isinstance(at.value, tuple) else None
