@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from routescope.render.markdown import verdict_word
+from routescope.render.markdown import given_options, verdict_word
 from routescope.render.text_report import short_path
 from routescope.report import answer_path, deciding_decision, experts_text, sink_label
 
@@ -22,7 +22,8 @@ def _deployment(doc: dict[str, Any]) -> str:
     quant = dep["quant"] or (doc.get("quantization") or {}).get("scheme") or "bf16"
     return (
         f"{doc['model']['ref']} · {dep['framework']} {dep['version'] or '(checkout)'} · "
-        f"{dep['gpu']['family']} ({dep['gpu']['device']}) · TP{dep['tp']} · {quant}"
+        f"{dep['gpu']['family']} ({dep['gpu']['device']}) · TP{dep['tp']}{given_options(dep)} · "
+        f"{quant}"
     )
 
 
@@ -118,7 +119,11 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
 def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
     """What stops the deployment, where, and the flag change that reaches a path that runs."""
     out: list[Text] = []
-    for b in blockers[:2]:
+    stops = [b for b in blockers if b["kind"] == "raises"]
+    # the server stops at the first step that raises; the later ones were traced past it, on
+    # what that step left unfinished (they may only be its consequence): counted, not shown
+    shown = [b for b in blockers if b["kind"] != "raises" or b is stops[0]]
+    for b in shown[:2]:
         if b["kind"] == "raises":  # a step that raises on every way: the deployment stops
             out.append(Text(_cut(f"BLOCKED: {b['what']}", 2 * width), style="bold red"))
             line = f" in `{b['statement']}`" if b.get("statement") else ""
@@ -131,6 +136,8 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
         version = str(b.get("pinned", "")).partition("==")[2]
         out.append(Text(_cut(f"  at {short_path(b['where'])}; {b.get('provider', '')} {version}"
                              f" has {', '.join(b.get('runs_on', ()))}", width)))  # fmt: skip
+    if len(stops) > 1:
+        out.append(Text(f"  past it, {len(stops) - 1} more step(s) raise (--explain)", style="dim"))
     blockers = [b for b in blockers if b.get("way_out") is not None]  # those searched
     way = (blockers[0].get("way_out") or {}) if blockers else {}
     if blockers and way.get("flags"):
