@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.deployment import Deployment, ep_given_once
 from routescope.analysis.phases.frameworks import FrameworkRules, load_framework
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
@@ -147,14 +147,13 @@ def inspect_with_spec(req: InspectRequest) -> tuple[RoutingSpec, dict[str, Any]]
             tree = open_source(req.framework_src or "", offline=req.offline)
         name, version = tree.name, tree.version
     rules = load_framework(name)
-    server_args = dict(req.server_args)
-    if req.ep is not None:
-        server_args.setdefault("ep_size", req.ep)
+    ep_given_once(rules, req.ep, req.server_args)
     dep = Deployment(
         gpu=gpu,
         tp=req.tp,
+        ep=req.ep,
         quant=req.quant,
-        server_args=server_args,
+        server_args=dict(req.server_args),
         env=dict(req.env),
         packages=dict(req.packages),
     )

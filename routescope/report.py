@@ -22,8 +22,8 @@ if TYPE_CHECKING:  # the trace's types: a report read back from the cache needs 
     from routescope.analysis.phases.trace import TracedPath
 
 # Bump the major part on any change that removes or renames a field.
-SCHEMA_VERSION = "2.1"  # 2.0: values the trace read are typed (value, kind, repr, origins);
-# 2.1: a path that raises says what and where (`raised`)
+SCHEMA_VERSION = "2.2"  # 2.0: values the trace read are typed (value, kind, repr, origins);
+# 2.1: a path that raises says what and where (`raised`); 2.2: the deployment's --ep (`ep`)
 
 
 # the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
@@ -299,7 +299,8 @@ def build_report(
             "framework": dispatch.framework, "version": dispatch.version, "source": dispatch.source,
             "gpu": {"family": g.family, "device": g.device, "name": g.device_name,
                     "capability": list(g.capability)},
-            "tp": dep.tp, "quant": dep.quant or spec.quantization.value or "bf16",
+            "tp": dep.tp, "ep": dep.ep,
+            "quant": dep.quant or spec.quantization.value or "bf16",
             "server_args": dict(sorted(dep.server_args.items())),
             "env": dict(sorted(dep.env.items())),
             "packages": dict(sorted(dep.packages.items())),

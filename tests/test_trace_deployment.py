@@ -520,3 +520,49 @@ def test_a_wrappers_moe_block_reads_the_text_config_its_language_model_is_handed
     dispatch = api.inspect(req)["dispatch"]
     assert dispatch["router"]["top_k"]["value"] == 1
     assert dispatch["status"] != "unknown"
+
+
+@pytest.mark.network
+def test_ep_on_vllm_is_its_expert_parallel_switch(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM takes no expert-parallel size: --ep 8 at TP8 turns on enable_expert_parallel (its
+    size is TP x DP x PCP, fused_moe/config.py:1235-1268); it exited 2 naming `--set ep_size`,
+    which the user never gave. Another size exits 2 naming the one it takes."""
+    argv = ["inspect", DSV3, "--framework", "vllm==0.34.0", "--gpu", "sm120", "--tp", "8"]
+    doc = api.inspect(api.InspectRequest(model=DSV3, framework="vllm==0.34.0", gpu="sm120",
+                                         tp=8, ep=8))  # fmt: skip
+    arg = doc["dispatch"]["server_args"]["enable_expert_parallel"]
+    assert (arg["value"], arg["origins"]) == (True, ["--ep"])
+    assert doc["deployment"]["ep"] == 8 and doc["deployment"]["server_args"] == {}
+    assert main([*argv, "--ep", "8"]) == 0
+    assert "· TP8 · EP8 · bf16" in capsys.readouterr().out.splitlines()[0]
+    assert main([*argv, "--ep", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--ep 4" in err and "--ep takes 8, or 1 for none" in err
+
+
+@pytest.mark.network
+def test_ep_and_a_set_of_its_argument_are_not_both_taken(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["inspect", DSV3, "--framework", "sglang==0.5.23", "--tp", "8", "--ep", "8"]
+    assert main([*argv, "--set", "ep_size=4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--ep 8" in err and "--set ep_size" in err
+
+
+@pytest.mark.network
+def test_an_ep_wider_than_tp_stops_where_sglang_checks_its_topology(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SGLang 0.5.23 at TP4 EP8: the MoE TP width is 4 // 8 = 0 and publish's topology check
+    raises ValueError (runtime_context.py:346-350), which its caller re-raises: the blocker is
+    that raise, at its line. Before, the re-raise lost its line, and the answer led with a
+    later step's RuntimeError on a rank publish never wrote (a consequence)."""
+    argv = ["inspect", DSV3, "--framework", "sglang==0.5.23", "--gpu", "sm120", "--tp", "4",
+            "--ep", "8"]  # fmt: skip
+    assert main(argv) == 0  # blocked: the deployment certainly stops, where the answer says
+    out = capsys.readouterr().out
+    first = out.split("BLOCKED: ")[1]
+    assert "publish: ValueError: parallel topology" in first.replace("\n", "")
+    assert "at srt/runtime_context.py:347" in first
+    assert out.count("BLOCKED: ") == 1 and "past it, 1 more step(s) raise" in out

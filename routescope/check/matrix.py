@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from routescope import timing
-from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.deployment import Deployment, ep_given_once
 from routescope.check.policy import Policy
 from routescope.errors import RoutescopeError
 from routescope.hardware import resolve_gpu
@@ -101,10 +101,11 @@ def _cell(policy: Policy, rules: Any, tree: Any, version: str | None, index: Any
     """One model on one GPU: its report (traced, or read back), or why there is none."""
     if isinstance(got, RoutescopeError):
         return Cell(model, gpu, None, got.message)
-    dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, quant=policy.quant,
+    dep = Deployment(gpu=resolve_gpu(gpu), tp=policy.tp, ep=policy.ep, quant=policy.quant,
                      server_args=dict(policy.server_args), env=dict(policy.env),
                      packages=dict(policy.packages))  # fmt: skip
     try:
+        ep_given_once(rules, policy.ep, dict(policy.server_args))
         report = traced_report(tree, index, rules, got, dep, version)
     except RoutescopeError as exc:
         return Cell(model, gpu, None, f"{exc.subject}: {exc.message}")

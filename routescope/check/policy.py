@@ -25,7 +25,7 @@ else:  # pragma: no cover
 
 _FRAMEWORK = re.compile(r"^([A-Za-z][\w.\-]*)==([\w.\-+]+)$")
 _PINNED = re.compile(r"^[\w.\-]+/[\w.\-]+@[0-9a-f]{40}$")
-_TOP = {"models", "framework", "gpus", "tp", "quant", "set", "env", "packages", "rules"}
+_TOP = {"models", "framework", "gpus", "tp", "ep", "quant", "set", "env", "packages", "rules"}
 _RULES = {"forbid_blockers", "forbid_sink_kinds", "require_oea_insertable",
           "require_selected_path"}  # fmt: skip
 # the kind of a path whose routing runs inside the MoE kernel with no kernel named; forbidding it
@@ -61,6 +61,7 @@ class Policy:
     lines: dict[str, int]  # "models", "rules.forbid_sink_kinds", "model:<m>", "gpu:<g>" -> line
     # a blocker (a kernel the path launches that the provider builds for other GPUs) fails
     forbid_blockers: bool = True
+    ep: int | None = None  # --ep: the expert-parallel size (None: not given)
 
     def line(self, key: str) -> int:
         return self.lines.get(key, 1)
@@ -141,7 +142,8 @@ class _Reader:
             models=self._models(table),
             framework=framework,
             gpus=self._gpus(table),
-            tp=self._tp(table),
+            tp=self._size(table, "tp", 1),
+            ep=self._size(table, "ep", None),
             quant=self._str(table, ("quant",), None),
             server_args=self._pairs(
                 table, "set", (str, int, float, bool), "a string, number or boolean"
@@ -188,10 +190,13 @@ class _Reader:
             raise self.fail(("rules", key), f"rules.{key} must be true or false")
         return value
 
-    def _tp(self, table: dict[str, Any]) -> int:
-        value = table.get("tp", 1)
+    def _size(self, table: dict[str, Any], key: str, default: Any) -> Any:
+        """A parallel size (`tp`, `ep`): a positive integer."""
+        value = table.get(key, default)
+        if value is default:
+            return value
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise self.fail(("tp",), "tp must be a positive integer")
+            raise self.fail((key,), f"{key} must be a positive integer")
         return value
 
     def _framework(self, table: dict[str, Any]) -> str:

@@ -16,8 +16,10 @@ def shown_path(path: Path) -> str:
 
 
 def deployment_label(p: Policy) -> str:
-    """`sglang==0.5.23, tp=8` plus the quantization, --set, --env and --package the policy gives."""
-    parts = [p.framework, f"tp={p.tp}"] + ([f"quant={p.quant}"] if p.quant else [])
+    """`sglang==0.5.23, tp=8` plus the EP size, quantization, --set, --env and --package the
+    policy gives."""
+    parts = [p.framework, f"tp={p.tp}"] + ([f"ep={p.ep}"] if p.ep is not None else [])
+    parts += [f"quant={p.quant}"] if p.quant else []
     parts += [f"set {k}={v}" for k, v in p.server_args]
     parts += [f"env {k}={v}" for k, v in p.env]
     parts += [f"package {k}={'true' if v else 'false'}" for k, v in p.packages]

@@ -35,8 +35,20 @@ def deployment_line(doc: dict[str, Any]) -> str:
     dep = doc["deployment"]
     return (
         f"{dep['framework']} {dep['version'] or '(checkout)'} · {dep['gpu']['family']} "
-        f"({dep['gpu']['name']}) · TP{dep['tp']} · {dep['quant']}"
+        f"({dep['gpu']['name']}) · TP{dep['tp']}{given_options(dep)} · {dep['quant']}"
     )
+
+
+def given_options(dep: dict[str, Any]) -> str:
+    """What the deployment was given beyond its GPU, TP and quantization (each changes the
+    answer, so every heading names it): ` · EP8 · set k=v · env K=V · package p=false`."""
+    parts = [f"EP{dep['ep']}"] if dep.get("ep") is not None else []
+    parts += [f"set {k}={v}" for k, v in (dep.get("server_args") or {}).items()]
+    parts += [f"env {k}={v}" for k, v in (dep.get("env") or {}).items()]
+    parts += [
+        f"package {k}={'true' if v else 'false'}" for k, v in (dep.get("packages") or {}).items()
+    ]
+    return "".join(f" · {p}" for p in parts)
 
 
 def server_args_set(disp: dict[str, Any]) -> list[str]:

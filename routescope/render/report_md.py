@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from routescope.render.markdown import cell, code, render_section, verdict_word
+from routescope.render.markdown import cell, code, given_options, render_section, verdict_word
 
 
 def _anchor(text: str) -> str:
@@ -21,7 +21,8 @@ def _name(doc: dict[str, Any]) -> str:
 
 def _heading(doc: dict[str, Any]) -> str:
     dep = doc["deployment"]
-    return f"{_name(doc)} · {dep['gpu']['family']} · TP{dep['tp']} · {dep['quant']}"
+    opts = given_options(dep)
+    return f"{_name(doc)} · {dep['gpu']['family']} · TP{dep['tp']}{opts} · {dep['quant']}"
 
 
 def _where(doc: dict[str, Any]) -> str:

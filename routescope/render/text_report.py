@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
-from routescope.render.markdown import server_args_set
+from routescope.render.markdown import given_options, server_args_set
 from routescope.render.text_verdict import verdict_panel
 from routescope.report import raised_text, sink_args_text, sink_label
 
@@ -76,7 +76,7 @@ def render_dispatch(doc: dict[str, Any]) -> RenderableType:
     head.append(f"{doc['model']['ref']}", style="bold")
     head.append(
         f"  on {dep['framework']} {dep['version'] or '(checkout)'} · {dep['gpu']['family']} "
-        f"({dep['gpu']['name']}) · TP{dep['tp']} · {dep['quant']}"
+        f"({dep['gpu']['name']}) · TP{dep['tp']}{given_options(dep)} · {dep['quant']}"
     )
     parts: list[RenderableType] = [head]
     if disp["block_class"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from routescope.render.markdown import cell, code
+from routescope.render.markdown import cell, code, given_options
 
 
 def _span(versions: list[str]) -> str:
@@ -77,7 +77,7 @@ def _gpu(dep: dict[str, Any]) -> str:
 
 def text(t: dict[str, Any]) -> str:
     dep = t["deployment"]
-    head = f"{t['model']} · {t['framework']} · {_gpu(dep)} · TP{dep['tp']}"
+    head = f"{t['model']} · {t['framework']} · {_gpu(dep)} · TP{dep['tp']}{given_options(dep)}"
     out = [head, ""]
     for g in t["groups"]:
         out.append(f"{_span(g['versions']):<20} {_answer(g)}")
@@ -89,7 +89,8 @@ def text(t: dict[str, Any]) -> str:
 def markdown(t: dict[str, Any]) -> str:
     dep = t["deployment"]
     out = [f"# routescope timeline: {code(t['model'])} on {t['framework']}", "",
-           f"{_gpu(dep)}, TP{dep['tp']}" + (f", {dep['quant']}" if dep.get("quant") else ""),
+           f"{_gpu(dep)}, TP{dep['tp']}{given_options(dep)}"
+           + (f" · {dep['quant']}" if dep.get("quant") else ""),
            "", "| releases | status | router kernel | top_k | output format | runner | blockers |",
            "|---|---|---|---|---|---|---|"]  # fmt: skip
     for g in t["groups"]:

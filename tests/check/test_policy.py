@@ -97,6 +97,8 @@ _TABLES = [  # (policy text after the 6 lines, the error, its line, id)
     ('[set]\nmoe_runner_backend = ["triton"]\n',
      "set.moe_runner_backend must be a string, number or boolean", 9, "set value a list"),
     ('set = "moe_runner_backend=triton"\n', "set must be a table", 7, "set not a table"),
+    ("ep = 0\n", "ep must be a positive integer", 8, "ep not positive"),
+    ("ep = true\n", "ep must be a positive integer", 8, "ep a boolean"),
 ]  # fmt: skip
 
 
@@ -119,7 +121,7 @@ def test_deployment_tables_reach_the_policy(tmp_path: Path) -> None:
     from routescope.check.policy import load_policy
 
     text = policy_text([GLM5], "sglang==0.5.23", ["sm120"]) + (
-        '\n[set]\nmoe_runner_backend = "triton"\ndisable_shared_experts_fusion = true\n'
+        'ep = 8\n\n[set]\nmoe_runner_backend = "triton"\ndisable_shared_experts_fusion = true\n'
         '\n[env]\nSGLANG_X = "1"\n\n[packages]\ntriton_kernels = false\n'
     )
     policy = load_policy(write_policy(tmp_path, text))
@@ -127,6 +129,9 @@ def test_deployment_tables_reach_the_policy(tmp_path: Path) -> None:
                                   ("moe_runner_backend", "triton"))  # fmt: skip
     assert policy.env == (("SGLANG_X", "1"),)
     assert policy.packages == (("triton_kernels", False),)
+    assert (policy.tp, policy.ep) == (8, 8)
+    plain = policy_text([GLM5], "sglang==0.5.23", ["sm90"])
+    assert load_policy(write_policy(tmp_path, plain)).ep is None
 
 
 def test_missing_policy_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -75,6 +75,10 @@ def server_arguments(
                 )
             value = typed(key, value, inst.fields.get(key), cls.qualname)
             given[key] = Const(value, (f"--set {key}",))
+        if dep.ep is not None:
+            given.update(
+                expert_parallel(sa_rules.get("expert_parallel"), dep, given, inst.fields, fields)
+            )
         inst.fields.update({k: v for k, v in given.items() if k in fields})
         unsettled = False
         for step in sa_rules.get("post_init", []):
@@ -132,6 +136,41 @@ def server_arguments(
         return inst
     notes.append("no server-argument class found; server arguments are unknown")
     return Unknown("server arguments", kind=UnknownKind.INPUT)
+
+
+def expert_parallel(
+    how: Any, dep: Deployment, given: dict[str, Value], defaults: dict[str, Value], fields: set[str]
+) -> dict[str, Value]:
+    """--ep as the release takes it (the rules' `expert_parallel`): a size argument, or a
+    switch whose size the other parallel sizes fix (each rank then holds whole experts, as many
+    ranks as the named sizes multiply to). A size the release cannot be given exits 2 naming
+    the ones it can."""
+    if not how:
+        raise RoutescopeError(
+            f"--ep {dep.ep}", "this framework's rules name no expert-parallel option"
+        )
+    target = how if isinstance(how, str) else str(how["switch"])
+    if target not in fields:
+        raise RoutescopeError(f"--ep {dep.ep}", f"this release's server arguments have no {target}")
+    if target in dep.server_args:  # a way out changed it (both from the user: ep_given_once)
+        return {}
+    if isinstance(how, str):
+        return {target: Const(dep.ep, ("--ep",))}
+    size = 1
+    parts = []
+    for name in how["size"]:
+        v = given.get(name, defaults.get(name))
+        if name not in fields or not isinstance(v, Const) or not isinstance(v.value, int):
+            continue  # (an older release without that kind of parallelism)
+        size *= v.value
+        parts.append(f"{name} {v.value}")
+    if dep.ep not in (1, size):
+        raise RoutescopeError(
+            f"--ep {dep.ep}",
+            f"{target} makes the expert-parallel size {' x '.join(parts)} = {size} "
+            f"({how.get('where', 'the rules')}): --ep takes {size}, or 1 for none",
+        )
+    return {target: Const(dep.ep > 1, ("--ep",))}
 
 
 def _forked(outs: list[tuple[PathState, Value]]) -> list[Decision]:
