@@ -70,9 +70,13 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         disp, v = doc["dispatch"], doc.get("verdict")
         out.append(f"- **Deployment:** {deployment_line(doc)}")
         out.append(f"- **Dispatch:** {disp['status']} ({len(disp['paths'])} path(s))")
+        stops = [b for b in doc.get("blockers") or [] if b["kind"] == "raises"]
         for b in doc.get("blockers") or []:  # what stops it, first
             way = (b.get("way_out") or {}).get("flags")
-            out.append(f"- **Blocked:** {cell(b['what'])}"
+            # the server stops at the first step that raises; the later ones were traced past
+            # it, on what it left unfinished (perhaps only its consequence)
+            label = "Past it, raises too" if stops and b in stops[1:] else "Blocked"
+            out.append(f"- **{label}:** {cell(b['what'])}"
                        + (f"; way out: {code(' '.join(way))}" if way else ""))  # fmt: skip
         for text in disp.get("weights", []):  # said, not decided: loading is not traced
             out.append(f"- **Weights:** {cell(text)}")

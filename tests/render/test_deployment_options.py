@@ -59,7 +59,8 @@ def test_a_timeline_heading_names_them() -> None:
 def _stop(step: str, line: int) -> dict[str, Any]:
     return {"kind": "raises", "what": f"sglang 0.5.23 stops in {step}: ValueError: bad",
             "where": f"sglang/srt/runtime_context.py:{line}", "statement": "raise ValueError(",
-            "after": "`problems` is true", "way_out": None}  # fmt: skip
+            "after": "`problems` is true", "way_out": None, "why": "raised",
+            "evidence": []}  # fmt: skip
 
 
 def test_the_answer_leads_with_the_first_step_that_stops_and_counts_the_rest() -> None:
@@ -73,3 +74,6 @@ def test_the_answer_leads_with_the_first_step_that_stops_and_counts_the_rest() -
     blocked = [line for line in lines if line.startswith("BLOCKED: ")]
     assert blocked == ["BLOCKED: sglang 0.5.23 stops in publish: ValueError: bad"], lines
     assert "  past it, 2 more step(s) raise (--explain)" in lines
+    md = render(doc)
+    assert md.count("- **Blocked:** ") == 1 and md.count("- **Past it, raises too:** ") == 2
+    assert md.index("stops in publish") < md.index("stops in initialize_dp_attention")
