@@ -222,10 +222,14 @@ def _dedupe(decisions: tuple[Decision, ...]) -> list[Decision]:
 
 
 def _group(paths: tuple[TracedPath, ...]) -> list[tuple[TracedPath, int]]:
-    """One representative per distinct outcome (sink, or why the path stopped)."""
-    groups: OrderedDict[tuple[str, str, str], list[TracedPath]] = OrderedDict()
+    """One representative per distinct outcome: its router kernel; or, without one, why the
+    path stopped, or the exception it raises and where (a way that raises is never one with a
+    way that returns no kernel, nor with one raising elsewhere: each is a way the user meets)."""
+    groups: OrderedDict[tuple[object, ...], list[TracedPath]] = OrderedDict()
     for p in paths:
-        key = (p.sink.name if p.sink else "", p.sink.kind if p.sink else "", p.stopped)
+        ends = () if p.sink else (p.outcome, p.result if p.outcome == "raise" else "",
+                                  (p.raised_at or ("", 0))[:2])  # fmt: skip
+        key = (p.sink.name if p.sink else "", p.sink.kind if p.sink else "", p.stopped, *ends)
         groups.setdefault(key, []).append(p)
     reps = []
     for members in groups.values():

@@ -54,3 +54,24 @@ def test_the_answer_the_tree_and_the_why_say_it() -> None:
                for line in lines), lines  # fmt: skip
     why = assess(doc, path, None, None, {})["why"]  # type: ignore[arg-type]
     assert why == f"the path {said} before a router kernel"
+
+
+def test_ways_without_a_kernel_that_end_differently_are_not_one_path() -> None:
+    # a way that raises was grouped with one that returns no kernel (and with one raising at
+    # another line) as "equivalent": one representative, and the answer read as one path
+    from routescope.analysis.phases.dispatch import Dispatch
+    from routescope.report import dispatch_dict
+
+    other = ("sglang/srt/x.py", 7, "sglang.srt.x:f")
+    ways = (
+        TracedPath((), (), None, "raise", "ZeroDivisionError", "", raised_at=AT),
+        TracedPath((), (), None, "raise", "ZeroDivisionError", "", raised_at=AT),
+        TracedPath((), (), None, "raise", "ZeroDivisionError", "", raised_at=other),
+        TracedPath((), (), None, "return", "None", ""),
+    )
+    d = Dispatch("sglang", "0.5.23", "pypi", None, None, ways, (), 0.0)
+    got = dispatch_dict(d)
+    assert got["status"] == "forked"
+    shown = [(p["outcome"], (p["raised"] or {}).get("line"), p["equivalent_paths"])
+             for p in got["paths"]]  # fmt: skip
+    assert shown == [("raise", 101, 1), ("raise", 7, 0), ("return", None, 0)]
