@@ -84,3 +84,12 @@ def test_ep_and_a_set_of_its_argument_from_the_user_are_refused() -> None:
     ep_given_once(_Rules(SWITCH), None, {"on": True})
     ep_given_once(_Rules("ep_size"), 8, {"on": True})
     ep_given_once(_Rules(None), 8, {"ep_size": 2})
+
+
+def test_a_size_not_known_here_takes_ep_as_given() -> None:
+    dep = Deployment(gpu=resolve_gpu("sm120"), tp=8, ep=4)
+    from routescope.analysis.engine.values import Unknown
+
+    defaults = {"dp": Unknown("dp"), "pcp": Const(1)}
+    got = expert_parallel(SWITCH, dep, {"tp": Const(8)}, defaults, FIELDS)  # type: ignore[arg-type]
+    assert got["on"].value is True  # type: ignore[attr-defined]

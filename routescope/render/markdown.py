@@ -75,7 +75,7 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             way = (b.get("way_out") or {}).get("flags")
             # the server stops at the first step that raises; the later ones were traced past
             # it, on what it left unfinished (perhaps only its consequence)
-            label = "Past it, raises too" if stops and b in stops[1:] else "Blocked"
+            label = "Past it, raises too" if any(b is x for x in stops[1:]) else "Blocked"
             out.append(f"- **{label}:** {cell(b['what'])}"
                        + (f"; way out: {code(' '.join(way))}" if way else ""))  # fmt: skip
         for text in disp.get("weights", []):  # said, not decided: loading is not traced

@@ -156,21 +156,23 @@ def expert_parallel(
         return {}
     if isinstance(how, str):
         return {target: Const(dep.ep, ("--ep",))}
-    size = 1
-    parts = []
+    size, parts, known = 1, [], True
     for name in how["size"]:
+        if name not in fields:
+            continue  # (an older release without that kind of parallelism: 1)
         v = given.get(name, defaults.get(name))
-        if name not in fields or not isinstance(v, Const) or not isinstance(v.value, int):
-            continue  # (an older release without that kind of parallelism)
+        if not isinstance(v, Const) or not isinstance(v.value, int):
+            known = False  # the size is not known here: --ep is taken as given
+            continue
         size *= v.value
         parts.append(f"{name} {v.value}")
-    if dep.ep not in (1, size):
+    if known and dep.ep not in (1, size):
         raise RoutescopeError(
             f"--ep {dep.ep}",
             f"{target} makes the expert-parallel size {' x '.join(parts)} = {size} "
             f"({how.get('where', 'the rules')}): --ep takes {size}, or 1 for none",
         )
-    return {target: Const(dep.ep > 1, ("--ep",))}
+    return {target: Const((dep.ep or 1) > 1, ("--ep",))}
 
 
 def _forked(outs: list[tuple[PathState, Value]]) -> list[Decision]:
