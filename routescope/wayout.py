@@ -152,11 +152,13 @@ def past_a_stop_env(guards: tuple[Decision, ...], env: dict[str, str]) -> list[t
 def past_a_split(
     guards: tuple[Decision, ...], arguments: dict[str, object], sharding: dict[str, str], tp: int
 ) -> list[tuple[str, str]]:
-    """Past a step that raised on a size --tp split (each rank's share of an expert's width,
-    too narrow for a kernel's tiles): the rules' other ways of sharding the experts (`sharding`:
-    argument -> value, `@tp` standing for --tp), each a change the trace decides again. Only
-    where the guard nearest the raise read a value made from --tp."""
-    if not guards or not any(o == "--tp" for i in guards[0].inputs for o in i.origins):
+    """Past a step that raised on a size --tp or --ep split (each rank's share of an expert's
+    width too narrow for a kernel's tiles; a topology check the sizes fail): the rules' other
+    ways of sharding the experts (`sharding`: argument -> value, `@tp` standing for --tp), each
+    a change the trace decides again. Only where a guard decided in the function that raised
+    (the nearest first) read a value made from --tp or --ep."""
+    near = [g for g in guards if guards and g.function == guards[0].function]
+    if not any(o in ("--tp", "--ep") for g in near for i in g.inputs for o in i.origins):
         return []
     out: list[tuple[str, str]] = []
     for name, value in sharding.items():

@@ -951,6 +951,26 @@ def test_a_way_past_a_stop_on_a_size_tp_split_shards_the_experts_otherwise() -> 
     assert changed(dep, "quantization", "modelopt_fp4", "quantization").quant == "modelopt_fp4"
 
 
+def test_a_topology_check_an_ep_fails_is_passed_by_sharding_as_wide_as_tp() -> None:
+    """SGLang 0.5.23 at TP4 EP8: publish's topology check raises (runtime_context.py:346-350)
+    after `if problems:`, a list with no origins; the guard that made it, in the same
+    function (:306 `tp_size != m_ep * m_dp * m_tp`), read --tp and --ep. Guards decided in the
+    function that raised count (the nearest first); one in a caller does not."""
+    from routescope.analysis.engine.state import Decision, Input
+    from routescope.wayout import past_a_split
+
+    def guard(fn: str, line: int, origins: tuple[str, ...]) -> Decision:
+        read = (Input("x", "0", origins, ("constant", 0)),)
+        return Decision("runtime_context.py", line, fn, "x", True, read)
+
+    problems = guard("m:_validate_parallel", 346, ())
+    sizes = guard("m:_validate_parallel", 306, ("--tp", "--ep"))
+    caller = guard("m:publish", 200, ("--ep",))
+    sharding, args = {"ep_size": "@tp"}, {"ep_size": 8}
+    assert past_a_split((problems, sizes), args, sharding, 4) == [("ep_size", "4")]
+    assert past_a_split((problems, caller), args, sharding, 4) == []
+
+
 def test_a_way_past_a_stop_is_first_what_its_message_says_to_set() -> None:
     """SGLang 0.5.23's NVFP4 MoE method raises on Hopper "... or use moe_runner_backend=marlin
     on SM80+" (its guard reads a local the method computed, naming no value): the message's
