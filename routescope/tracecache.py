@@ -142,6 +142,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
             advised,
             checkpoint_scheme,
             find_way_out,
+            in_place_of_ep,
             past_a_split,
             past_a_stop,
             past_a_stop_env,
@@ -193,6 +194,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
                                              sa.get("quant_aliases", {}), quant_field)  # fmt: skip
             way = try_changes(list(dict.fromkeys(changes)), quant_field, dep,
                               lambda d: report_of(d)[0])  # fmt: skip
+            way = in_place_of_ep(way, sa.get("expert_parallel"), dep)
             for b in stops:
                 b["way_out"] = way
         # for a kernel the GPU lacks: the values the kernel-choosing guards compare
@@ -205,6 +207,7 @@ def traced_report(tree: Any, index: Callable[[], Any], rules: Any, spec: Any, de
                 dep,
                 lambda d: report_of(d)[0],
             )
+            way = in_place_of_ep(way, sa.get("expert_parallel"), dep)
             for b in doc["blockers"]:
                 if b["kind"] != "raises":
                     b["way_out"] = way

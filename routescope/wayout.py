@@ -245,6 +245,16 @@ def flag_text(name: str, value: str, quant_field: str) -> str:
     return f"--quant {value}" if name == quant_field else f"--set {name}={value}"
 
 
+def in_place_of_ep(way: dict[str, Any], how: Any, dep: Deployment) -> dict[str, Any]:
+    """A way out that sets the argument --ep set (the rules' `expert_parallel`) stands in its
+    place (a --set of it beside --ep exits 2): its flag says so."""
+    target = how if isinstance(how, str) else (how or {}).get("switch")
+    if dep.ep is not None and target:
+        way["flags"] = [f"{f} (in place of --ep {dep.ep})" if f.startswith(f"--set {target}=")
+                        else f for f in way.get("flags", ())]  # fmt: skip
+    return way
+
+
 def changed(dep: Deployment, name: str, value: str, quant_field: str) -> Deployment:
     """`dep` with one argument changed, its value read as `--set` reads it (JSON where it
     parses: 8 an integer, true a boolean; else the string), or one environment variable set

@@ -93,3 +93,17 @@ def test_a_size_not_known_here_takes_ep_as_given() -> None:
     defaults = {"dp": Unknown("dp"), "pcp": Const(1)}
     got = expert_parallel(SWITCH, dep, {"tp": Const(8)}, defaults, FIELDS)  # type: ignore[arg-type]
     assert got["on"].value is True  # type: ignore[attr-defined]
+
+
+def test_a_way_out_that_sets_the_ep_argument_says_it_replaces_ep() -> None:
+    from routescope.wayout import in_place_of_ep
+
+    dep = Deployment(gpu=resolve_gpu("sm120"), tp=4, ep=8)
+    flags = ["--set ep_size=4", "--set ep_size_max=2", "--quant fp8"]
+    got = in_place_of_ep({"flags": list(flags)}, "ep_size", dep)["flags"]
+    assert got == ["--set ep_size=4 (in place of --ep 8)", *flags[1:]]
+    assert in_place_of_ep({"flags": ["--set on=true"]}, SWITCH, dep)["flags"] == [
+        "--set on=true (in place of --ep 8)"
+    ]
+    plain = Deployment(gpu=resolve_gpu("sm120"), tp=4)
+    assert in_place_of_ep({"flags": list(flags)}, "ep_size", plain)["flags"] == flags

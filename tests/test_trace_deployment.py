@@ -566,4 +566,5 @@ def test_an_ep_wider_than_tp_stops_where_sglang_checks_its_topology(
     assert "publish: ValueError: parallel topology" in first.replace("\n", "")
     assert "at srt/runtime_context.py:347" in first
     assert out.count("BLOCKED: ") == 1 and "past it, 1 more step(s) raise" in out
-    assert "way out: --set ep_size=4 → " in out  # sharding as wide as TP passes the check
+    # sharding as wide as TP passes the check; it replaces --ep (both given: exit 2)
+    assert "way out: --set ep_size=4 (in place of --ep 8) → " in out
