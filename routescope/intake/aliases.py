@@ -16,6 +16,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "ffn_config.moe_top_k", "num_selected_experts",
         "top_k_experts",  # Gemma 4 (SGLang gemma4_causal.py:280, vLLM gemma4.py:670)
         "num_experts_per_token",  # Kimi-Linear, Kimi-K3 (SGLang kimi_linear.py:117, kimi_k3.py:505)
+        "moe_k",  # ERNIE 4.5 (SGLang 0.5.23 ernie4.py:97, vLLM 0.34.0 ernie45_moe.py:187)
     ),
     "n_group": ("n_group", "num_expert_group"),
     "topk_group": ("topk_group",),
@@ -23,7 +24,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "scoring_func": ("scoring_func", "score_function", "moe_router_activation_func"),  # (Kimi-K3)
     "norm_topk_prob": ("norm_topk_prob", "moe_renormalize"),  # (Kimi-Linear, Kimi-K3)
     "routed_scaling_factor": ("routed_scaling_factor",),
-    "n_shared_experts": ("n_shared_experts", "num_shared_experts", "num_shared_expert"),
+    "n_shared_experts": (
+        "n_shared_experts", "num_shared_experts", "num_shared_expert",
+        "moe_num_shared_experts",  # ERNIE 4.5 (SGLang ernie4.py:82, vLLM ernie45_moe.py:133)
+    ),
     "shared_expert_intermediate_size": (
         "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
         "shared_intermediate_size",

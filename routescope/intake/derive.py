@@ -138,6 +138,17 @@ def moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[tuple[int, ...
     if r.view is not None and "layers_block_type" in r.view.values:
         note = "hybrid model: its layer pattern (hybrid_override_pattern) is not in the file"
         return Sourced(None, Provenance(Origin.ABSENT, None, note))
+    start, every = value("moe_layer_start_index"), value("moe_layer_interval")
+    if isinstance(start, int) and isinstance(every, int) and every > 0:
+        # ERNIE 4.5: from the start index to the end index (-1 or absent: the last layer, as
+        # transformers' Ernie4_5_MoeConfig normalises it), every interval-th layer counted from
+        # 1 (transformers modeling_ernie4_5_moe.py, vLLM 0.34.0 ernie45_moe.py:337-348; SGLang
+        # 0.5.23 ernie4.py:184-193 counts the interval from the start index: the same at 1)
+        end = value("moe_layer_end_index")
+        last = end if isinstance(end, int) and end >= 0 else n - 1
+        ranged = (i for i in range(n) if start <= i <= last and (i + 1) % every == 0)
+        how = f"{start} <= i <= {last} and (i + 1) % {every} == 0"
+        return out(ranged, r.key("moe_layer_start_index"), how)
     first = value("first_k_dense_replace")
     if isinstance(first, int) and not isinstance(first, bool) and not 0 <= first <= n:
         note = f"first_k_dense_replace = {first} is outside 0..num_hidden_layers ({n})"

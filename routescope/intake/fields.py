@@ -61,6 +61,9 @@ class FieldReader:
             value = self._class_value(path)
             if value is not None and self.view is not None:
                 attr = self.view.aliases.get(path, path)
+                if attr != path and dig(self.routing, attr) == value:  # the file's, by its name
+                    note = f"{self.view.class_name}.attribute_map reads {path} as {attr}"
+                    return Sourced(value, Provenance(Origin.CONFIG, self.key(attr), note))
                 key = f"{self.view.class_name}.{attr}"
                 return Sourced(value, Provenance(Origin.CLASS_DEFAULT, key, "class default"))
         return Sourced(None, Provenance(Origin.ABSENT, None, self._absent_note(name)))

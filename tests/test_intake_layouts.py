@@ -1,0 +1,77 @@
+"""Routing fields of a family the examples do not hold, read as the frameworks read them.
+
+ERNIE 4.5 (`Ernie4_5_MoeForCausalLM`) names its top-k `moe_k` and its shared experts
+`moe_num_shared_experts` (SGLang 0.5.23 ernie4.py:82-97, vLLM 0.34.0 ernie45_moe.py:133-187),
+and routes only on layers from `moe_layer_start_index` to `moe_layer_end_index`, every
+`moe_layer_interval`-th counted from 1 (vLLM ernie45_moe.py:337-348, transformers
+modeling_ernie4_5_moe.py; -1 is the last layer, as Ernie4_5_MoeConfig normalises it). Before:
+the top-k's provenance read "class default" though the file gave it, the shared experts were
+absent, and every layer counted as MoE (28 of 28, where layer 0 is dense). The configs here
+are written for the test (the layer keys varied), not copies of a published file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from routescope.intake import load_spec
+from routescope.intake.fields import FieldReader
+from routescope.intake.spec import Origin
+from routescope.intake.transformers_view import ClassView
+
+ERNIE = {
+    "architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe",
+    "hidden_size": 2560, "intermediate_size": 12288, "num_attention_heads": 20,
+    "num_key_value_heads": 4, "num_hidden_layers": 28, "vocab_size": 103424,
+    "moe_num_experts": 64, "moe_k": 6, "moe_num_shared_experts": 2,
+    "moe_intermediate_size": 1536, "moe_layer_start_index": 1, "moe_layer_end_index": 27,
+    "moe_layer_interval": 1,
+}  # fmt: skip
+
+
+def _spec(tmp_path: Path, **changes: Any) -> Any:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**ERNIE, **changes}))
+    return load_spec(str(path))
+
+
+def test_ernie_fields_are_read_from_the_file(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    assert (spec.num_experts.value, spec.top_k.value, spec.n_shared_experts.value) == (64, 6, 2)
+    for field, key in (("top_k", "moe_k"), ("n_shared_experts", "moe_num_shared_experts")):
+        got = getattr(spec, field).provenance
+        assert (got.origin, got.key) == (Origin.CONFIG, key)
+
+
+@pytest.mark.parametrize(
+    ("end", "interval", "layers", "first"),
+    [
+        (27, 1, 27, 1),  # layers 1..27: layer 0 is dense
+        (-1, 1, 27, 1),  # -1: up to the last layer
+        (20, 1, 20, 1),  # 1..20
+        (27, 2, 14, 1),  # 1, 3, ..., 27: (i + 1) % 2 == 0
+    ],
+)
+def test_ernie_moe_layers_run_from_the_start_to_the_end_index(
+    tmp_path: Path, end: int, interval: int, layers: int, first: int
+) -> None:
+    spec = _spec(tmp_path, moe_layer_end_index=end, moe_layer_interval=interval)
+    assert (spec.num_moe_layers.value, spec.first_moe_layer) == (layers, first)
+    assert spec.num_moe_layers.provenance.key == "moe_layer_start_index"
+
+
+def test_a_value_the_class_reads_under_another_name_is_the_files() -> None:
+    # attribute_map: `num_experts_per_tok` reads the file's `moe_x`; the value is the file's,
+    # not a class default (a class default is labelled only where the file has neither)
+    view = ClassView("XConfig", "5", {"num_experts_per_tok": 4}, {"num_experts_per_tok": "moe_x"})
+    got = FieldReader({"moe_x": 4}, "", view).read("top_k")
+    assert (got.value, got.provenance.origin, got.provenance.key) == (4, Origin.CONFIG, "moe_x")
+    default = FieldReader({}, "", view).read("top_k")
+    assert (default.provenance.origin, default.provenance.key) == (
+        Origin.CLASS_DEFAULT,
+        "XConfig.moe_x",
+    )
