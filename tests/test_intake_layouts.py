@@ -6,8 +6,9 @@ and routes only on layers from `moe_layer_start_index` to `moe_layer_end_index`,
 `moe_layer_interval`-th counted from 1 (vLLM ernie45_moe.py:337-348, transformers
 modeling_ernie4_5_moe.py; -1 is the last layer, as Ernie4_5_MoeConfig normalises it). Before:
 the top-k's provenance read "class default" though the file gave it, the shared experts were
-absent, and every layer counted as MoE (28 of 28, where layer 0 is dense). The configs here
-are written for the test (the layer keys varied), not copies of a published file.
+absent, and every layer counted as MoE (28 of 28, where layer 0 is dense). Hunyuan-A13B gives
+top-k, shared experts and expert width one per layer (lists), which was refused. The configs
+here are written for the test (the keys varied), not copies of a published file.
 """
 
 from __future__ import annotations
@@ -75,3 +76,42 @@ def test_a_value_the_class_reads_under_another_name_is_the_files() -> None:
         Origin.CLASS_DEFAULT,
         "XConfig.moe_x",
     )
+
+
+HUNYUAN = {
+    "architectures": ["HunYuanMoEV1ForCausalLM"], "model_type": "hunyuan_v1_moe",
+    "hidden_size": 4096, "intermediate_size": 3072, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "num_hidden_layers": 4, "vocab_size": 128167, "head_dim": 128,
+    "num_experts": 64, "moe_topk": [8, 8, 8, 8], "num_shared_expert": [1, 1, 1, 1],
+    "moe_intermediate_size": [3072, 3072, 3072, 3072], "use_mixed_mlp_moe": True,
+}  # fmt: skip
+
+
+def test_per_layer_lists_give_the_traced_layers_entry(tmp_path: Path) -> None:
+    # Hunyuan-A13B gives top-k, shared experts and the expert width one per layer; SGLang
+    # indexes them by layer_id (hunyuan.py:133-147, :169-175). It was refused ("need a
+    # positive integer top-k"); each is the first MoE layer's entry, the layer a trace builds
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(HUNYUAN))
+    spec = load_spec(str(path))
+    assert (spec.top_k.value, spec.n_shared_experts.value, spec.moe_intermediate_size.value) == (
+        8, 1, 3072)  # fmt: skip
+    got = spec.top_k.provenance
+    assert (got.origin, got.key, got.note) == (Origin.CONFIG, "moe_topk[0]", "one per layer, all 8")
+    differ = {**HUNYUAN, "moe_topk": [2, 6, 8, 8], "first_k_dense_replace": 1}
+    path.write_text(json.dumps(differ))
+    spec = load_spec(str(path))
+    assert (spec.top_k.value, spec.first_moe_layer) == (6, 1)
+    assert spec.top_k.provenance.note == "one per layer, 2..8: layer 1's, the first MoE layer"
+
+
+@pytest.mark.parametrize("topk", [[8, 8], [True, True, True, True], []])
+def test_a_list_that_names_no_layers_top_k_is_still_refused(
+    tmp_path: Path, topk: list[Any]
+) -> None:
+    from routescope.errors import RoutescopeError
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**HUNYUAN, "moe_topk": topk, "first_k_dense_replace": 2}))
+    with pytest.raises(RoutescopeError, match="need a positive integer top-k"):
+        load_spec(str(path))

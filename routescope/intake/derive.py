@@ -170,3 +170,30 @@ def moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[tuple[int, ...
         periodic = (i for i in range(n) if i % period == offset)
         return out(periodic, r.key("expert_layer_period"), f"i % {period} == {offset}")
     return out(range(n), n_layers.provenance.key or "", "no layer-pattern key: every layer is MoE")
+
+
+# fields a config may give per layer, one entry each (Hunyuan-A13B's moe_topk,
+# num_shared_expert and moe_intermediate_size: SGLang 0.5.23 hunyuan.py:133-147, :169-175
+# index them by layer_id)
+PER_LAYER = (
+    "top_k",
+    "n_shared_experts",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+)
+
+
+def at_layer(field: Sourced[Any], layer: int) -> Sourced[Any]:
+    """A per-layer list's entry at `layer` (the first MoE layer: the one a trace builds), with
+    how the entries differ; any other value as it is."""
+    values = field.value
+    if not isinstance(values, list) or not values or layer >= len(values):
+        return field
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return field
+    differ = sorted(set(values))
+    how = (f"one per layer, all {values[0]}" if len(differ) == 1 else
+           f"one per layer, {differ[0]}..{differ[-1]}: layer {layer}'s, the first MoE "
+           "layer")  # fmt: skip
+    key = f"{field.provenance.key}[{layer}]"
+    return Sourced(values[layer], Provenance(field.provenance.origin, key, how))
