@@ -115,3 +115,40 @@ def test_a_list_that_names_no_layers_top_k_is_still_refused(
     path.write_text(json.dumps({**HUNYUAN, "moe_topk": topk, "first_k_dense_replace": 2}))
     with pytest.raises(RoutescopeError, match="need a positive integer top-k"):
         load_spec(str(path))
+
+
+@pytest.mark.parametrize(
+    ("keys", "layers", "key"),
+    [
+        # Step 3: the MoE layers listed (vLLM step3_text.py:249-256, step3p5.py:120-121)
+        ({"moe_layers_enum": "2,3,5"}, (2, 3, 5), "moe_layers_enum"),
+        # Step-3.5, ERNIE 4.5 VL: 'sparse' marks a MoE layer (vLLM step3p5.py:114-118)
+        ({"mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse", "dense"]},
+         (1, 3, 4), "mlp_layer_types"),
+        # AFMoE, LFM2-MoE: the first num_dense_layers dense (vLLM afmoe.py:310, lfm2_moe.py:295)
+        ({"num_dense_layers": 2}, (2, 3, 4, 5), "num_dense_layers"),
+    ],
+)  # fmt: skip
+def test_other_families_layer_keys(
+    tmp_path: Path, keys: dict[str, Any], layers: tuple[int, ...], key: str
+) -> None:
+    from routescope.intake.build import build_spec
+    from routescope.intake.spec import ModelRef
+
+    raw = {"architectures": ["XForCausalLM"], "model_type": "x_not_in_transformers",
+           "num_hidden_layers": 6, "num_experts": 8, "num_experts_per_tok": 2,
+           "hidden_size": 64, **keys}  # fmt: skip
+    spec = build_spec(ModelRef("file", "x", "x"), raw, use_transformers=False)
+    assert (spec.num_moe_layers.value, spec.first_moe_layer) == (len(layers), layers[0])
+    assert spec.num_moe_layers.provenance.key == key
+
+
+def test_a_layer_list_that_is_not_one_is_absent_not_guessed() -> None:
+    from routescope.intake.build import build_spec
+    from routescope.intake.spec import ModelRef
+
+    raw = {"architectures": ["XForCausalLM"], "num_hidden_layers": 6, "num_experts": 8,
+           "num_experts_per_tok": 2, "moe_layers_enum": "2,three"}  # fmt: skip
+    spec = build_spec(ModelRef("file", "x", "x"), raw, use_transformers=False)
+    assert spec.num_moe_layers.value is None
+    assert "not a comma-separated list" in spec.num_moe_layers.provenance.note

@@ -135,6 +135,18 @@ def moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[tuple[int, ...
     if isinstance(kinds, list):
         experts = (i for i, k in enumerate(kinds) if k == "moe")
         return out(experts, r.key("layers_block_type"), "'moe' entries")
+    kinds = r.raw("mlp_layer_types")  # Step-3.5, ERNIE 4.5 VL (vLLM step3p5.py:114-118)
+    if isinstance(kinds, list):
+        experts = (i for i, k in enumerate(kinds) if k == "sparse")
+        return out(experts, r.key("mlp_layer_types"), "'sparse' entries")
+    listed = r.raw("moe_layers_enum")  # Step 3 (vLLM step3_text.py:249-256, step3p5.py:120-121)
+    if isinstance(listed, str):
+        try:
+            named = sorted({int(i) for i in listed.strip().split(",")})
+        except ValueError:
+            note = f"moe_layers_enum {listed[:40]!r} is not a comma-separated list of layers"
+            return Sourced(None, Provenance(Origin.ABSENT, r.key("moe_layers_enum"), note))
+        return out((i for i in named if 0 <= i < n), r.key("moe_layers_enum"), "layers listed")
     if r.view is not None and "layers_block_type" in r.view.values:
         note = "hybrid model: its layer pattern (hybrid_override_pattern) is not in the file"
         return Sourced(None, Provenance(Origin.ABSENT, None, note))
@@ -149,14 +161,18 @@ def moe_layers(r: FieldReader, n_layers: Sourced[Any]) -> Sourced[tuple[int, ...
         ranged = (i for i in range(n) if start <= i <= last and (i + 1) % every == 0)
         how = f"{start} <= i <= {last} and (i + 1) % {every} == 0"
         return out(ranged, r.key("moe_layer_start_index"), how)
-    first = value("first_k_dense_replace")
+    # the first layers dense: DeepSeek's first_k_dense_replace; AFMoE's and LFM2-MoE's
+    # num_dense_layers (vLLM 0.34.0 afmoe.py:310, lfm2_moe.py:295; SGLang afmoe.py:446-447)
+    dense_key = "first_k_dense_replace" if value("first_k_dense_replace") is not None else (
+        "num_dense_layers")  # fmt: skip
+    first = value(dense_key)
     if isinstance(first, int) and not isinstance(first, bool) and not 0 <= first <= n:
-        note = f"first_k_dense_replace = {first} is outside 0..num_hidden_layers ({n})"
-        return Sourced(None, Provenance(Origin.ABSENT, r.key("first_k_dense_replace"), note))
+        note = f"{dense_key} = {first} is outside 0..num_hidden_layers ({n})"
+        return Sourced(None, Provenance(Origin.ABSENT, r.key(dense_key), note))
     if isinstance(first, int):
         step = freq if isinstance(freq, int) and freq > 0 else 1
         kept = (i for i in range(first, n) if i % step == 0)
-        return out(kept, r.key("first_k_dense_replace"), f"i >= {first} and i % {step} == 0")
+        return out(kept, r.key(dense_key), f"i >= {first} and i % {step} == 0")
     for key in ("decoder_sparse_step", "moe_layer_frequency", "interleave_moe_layer_step"):
         step = value(key)
         if isinstance(step, int) and step > 0:
