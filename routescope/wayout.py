@@ -157,7 +157,7 @@ def past_a_split(
     ways of sharding the experts (`sharding`: argument -> value, `@tp` standing for --tp), each
     a change the trace decides again. Only where a guard decided in the function that raised
     (the nearest first) read a value made from --tp or --ep."""
-    near = [g for g in guards if guards and g.function == guards[0].function]
+    near = [g for g in guards if g.function == guards[0].function] if guards else []
     if not any(o in ("--tp", "--ep") for g in near for i in g.inputs for o in i.origins):
         return []
     out: list[tuple[str, str]] = []

@@ -105,7 +105,7 @@ def test_per_layer_lists_give_the_traced_layers_entry(tmp_path: Path) -> None:
     assert spec.top_k.provenance.note == "one per layer, 2..8: layer 1's, the first MoE layer"
 
 
-@pytest.mark.parametrize("topk", [[8, 8], [True, True, True, True], []])
+@pytest.mark.parametrize("topk", [[8, 8, 8, 8, 8], [8, 8], [True, True, True, True], []])
 def test_a_list_that_names_no_layers_top_k_is_still_refused(
     tmp_path: Path, topk: list[Any]
 ) -> None:
@@ -152,3 +152,11 @@ def test_a_layer_list_that_is_not_one_is_absent_not_guessed() -> None:
     spec = build_spec(ModelRef("file", "x", "x"), raw, use_transformers=False)
     assert spec.num_moe_layers.value is None
     assert "not a comma-separated list" in spec.num_moe_layers.provenance.note
+
+
+def test_a_list_with_another_meaning_is_not_read_per_layer(tmp_path: Path) -> None:
+    # ERNIE 4.5 VL's moe_intermediate_size holds the text and the vision experts' widths, two
+    # entries whatever the depth: no entry is picked for it
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**HUNYUAN, "moe_intermediate_size": [1536, 512]}))
+    assert load_spec(str(path)).moe_intermediate_size.value == [1536, 512]

@@ -38,18 +38,22 @@ def _sizes(
     """Byte-model sizes: --hidden/--moe-intermediate override the spec's hidden_size and
     moe_intermediate_size; shared experts come from the spec only (None -> no times)."""
     shared_total = 0
-    if spec is not None:
-        hidden = hidden or spec.hidden_size.value
-        inter = inter or spec.moe_intermediate_size.value
-        n_shared = spec.n_shared_experts.value or 0
-        shared_size = spec.shared_expert_intermediate_size.value
+    if spec is not None:  # (a value that is no count, e.g. a list per kind of expert: unknown)
+        hidden = hidden or _count(spec.hidden_size.value)
+        inter = inter or _count(spec.moe_intermediate_size.value)
+        n_shared = _count(spec.n_shared_experts.value) or 0
+        shared_size = _count(spec.shared_expert_intermediate_size.value)
         if shared_size:  # Qwen2-MoE style: the size of each shared expert (usually one)
-            shared_total = int(shared_size) * max(1, int(n_shared))
+            shared_total = shared_size * max(1, n_shared)
         elif n_shared and inter:  # DeepSeek style: n_shared experts of the routed size
-            shared_total = int(n_shared) * int(inter)
+            shared_total = n_shared * inter
     if not hidden or not inter:
         return None
-    return MoeSizes(int(hidden), int(inter), shared_total, quant)
+    return MoeSizes(hidden, inter, shared_total, quant)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def simulate(

@@ -53,7 +53,8 @@ def build_spec(
     f = {name: r.read(name) for name in ALIASES}
     layers = derive.moe_layers(r, f["num_hidden_layers"])
     for name in derive.PER_LAYER:  # a list with one entry per layer: the traced layer's
-        f[name] = derive.at_layer(f[name], layers.value[0] if layers.value else 0)
+        first = layers.value[0] if layers.value else 0
+        f[name] = derive.at_layer(f[name], first, f["num_hidden_layers"].value)
     num_experts, top_k = f["num_experts"], f["top_k"]
     _refuse_non_moe(subject, num_experts, top_k)
     topk_method, scoring = derive.fix_topk_method(f["topk_method"], f["scoring_func"])

@@ -199,11 +199,13 @@ PER_LAYER = (
 )
 
 
-def at_layer(field: Sourced[Any], layer: int) -> Sourced[Any]:
+def at_layer(field: Sourced[Any], layer: int, n_layers: Any) -> Sourced[Any]:
     """A per-layer list's entry at `layer` (the first MoE layer: the one a trace builds), with
-    how the entries differ; any other value as it is."""
+    how the entries differ; any other value as it is. Per layer means one entry for each of
+    the `n_layers` layers: ERNIE 4.5 VL's two-entry moe_intermediate_size (text and vision
+    experts) is no per-layer list."""
     values = field.value
-    if not isinstance(values, list) or not values or layer >= len(values):
+    if not isinstance(values, list) or len(values) != n_layers or not 0 <= layer < len(values):
         return field
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
         return field

@@ -117,3 +117,17 @@ def test_k0_above_the_models_top_k_is_exit_2(capsys: pytest.CaptureFixture[str])
     path = str(CONFIGS / "Qwen--Qwen1.5-MoE-A2.7B.json")  # top_k = 4
     assert main(["simulate", path, "--gpu", "sm120", "--k0", "3,5"]) == 2
     assert capsys.readouterr().err.strip() == "routescope: error: --k0 5: must be in 1..top_k=4"
+
+
+def test_a_width_that_is_no_count_omits_the_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ERNIE 4.5 VL-style moe_intermediate_size (one width per kind of expert) crashed the byte
+    # model with a TypeError traceback; a width that is no count leaves the times out
+    cfg = json.loads((CONFIGS / "Qwen--Qwen3-30B-A3B.json").read_text())
+    cfg["moe_intermediate_size"] = [768, 512]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["simulate", str(path), *ARGS, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["expert_bytes"] is None and data["rows"][0]["time_oea_us"] is None
