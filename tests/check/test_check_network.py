@@ -318,3 +318,16 @@ def test_a_selected_path_says_the_weights_that_do_not_fit_it(
         "       weights (said, not decided): the experts are built unquantized "
         "(UnquantizedFusedMoEMethod)"
     )
+
+
+def test_a_policys_ep_reaches_each_cell_as_inspect_takes_it(tmp_path: Path) -> None:
+    """`ep = 8` in a vLLM policy turns on enable_expert_parallel (its size is TP x DP x PCP);
+    `ep = 4` at TP8 is a size vLLM cannot be given: that cell says so, as inspect exits 2."""
+    text = policy_text([DSV3], "vllm==0.34.0", ["sm120"])  # tp = 8
+    cell = run_matrix(load_policy(write_policy(tmp_path, text + "ep = 8\n")))[0]
+    assert cell.report is not None
+    arg = cell.report["dispatch"]["server_args"]["enable_expert_parallel"]
+    assert (arg["value"], arg["origins"], cell.report["deployment"]["ep"]) == (True, ["--ep"], 8)
+    cell = run_matrix(load_policy(write_policy(tmp_path, text + "ep = 4\n")))[0]
+    assert cell.report is None and cell.error is not None
+    assert "--ep 4" in cell.error and "--ep takes 8" in cell.error
