@@ -44,6 +44,10 @@ ROUTING_KEYS = [
     "decoder_sparse_step", "num_hidden_layers", "hidden_size", "moe_intermediate_size",
     "shared_expert_intermediate_size", "quantization_config", "text_config", "ffn_config",
     "model_type", "architectures", "use_routing_bias", "mlp_only_layers",
+    # other families' spellings and layouts (ERNIE 4.5, Hunyuan, Step 3, AFMoE)
+    "moe_k", "moe_num_shared_experts", "num_shared_expert", "moe_layer_start_index",
+    "moe_layer_end_index", "moe_layer_interval", "mlp_layer_types", "moe_layers_enum",
+    "num_dense_layers",
 ]  # fmt: skip
 ODD_VALUES: list[Any] = [
     None, True, False, 0, -1, 1, 7, 2**70, -(2**63), 1.5, 0.0, -0.0, math.nan, math.inf,
