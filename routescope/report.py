@@ -7,6 +7,7 @@ markdown renderers are pure functions of it. Same inputs give the same dict (no 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from routescope import __version__
@@ -187,6 +188,14 @@ def _raised(p: TracedPath) -> dict[str, Any] | None:
     at = p.raised_at or (p.end.raised_at if p.end is not None else None)
     file, line, function = at if at else (None, None, None)
     return {"exception": p.result, "file": file, "line": line, "function": function}
+
+
+def way_text(way: dict[str, Any], code: Callable[[str], str] = str) -> str:
+    """A way out's flags, and the given flags they replace: `--set ep_size=4 (in place of --ep
+    8)`; `code` marks each runnable part (markdown's code spans)."""
+    text = code(" ".join(way.get("flags", ())))
+    replaces = way.get("replaces") or ()
+    return text + (f" (in place of {', '.join(code(r) for r in replaces)})" if replaces else "")
 
 
 def raised_text(path: dict[str, Any]) -> str:

@@ -247,11 +247,11 @@ def flag_text(name: str, value: str, quant_field: str) -> str:
 
 def in_place_of_ep(way: dict[str, Any], how: Any, dep: Deployment) -> dict[str, Any]:
     """A way out that sets the argument --ep set (the rules' `expert_parallel`) stands in its
-    place (a --set of it beside --ep exits 2): its flag says so."""
+    place (a --set of it beside --ep exits 2): `replaces` names the flag to drop."""
     target = how if isinstance(how, str) else (how or {}).get("switch")
-    if dep.ep is not None and target:
-        way["flags"] = [f"{f} (in place of --ep {dep.ep})" if f.startswith(f"--set {target}=")
-                        else f for f in way.get("flags", ())]  # fmt: skip
+    sets = any(f.startswith(f"--set {target}=") for f in way.get("flags", ()))
+    if dep.ep is not None and target and sets:
+        way["replaces"] = [f"--ep {dep.ep}"]
     return way
 
 

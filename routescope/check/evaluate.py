@@ -17,7 +17,7 @@ from routescope.check.lock import (
 )
 from routescope.check.matrix import Cell
 from routescope.check.policy import BYPASSED, Policy
-from routescope.report import FUSED_MOE_KERNEL
+from routescope.report import FUSED_MOE_KERNEL, way_text
 
 
 def _frames(report: dict[str, Any]) -> tuple[Frame, ...]:
@@ -97,7 +97,7 @@ def evaluate_cell(
         stops = tuple(
             f"{b['where']}: {b['why']}"
             + (
-                f"; way out: {' '.join(b['way_out']['flags'])}"
+                f"; way out: {way_text(b['way_out'])}"
                 if (b.get("way_out") or {}).get("flags")
                 else ""
             )

@@ -6,7 +6,7 @@ from textwrap import dedent
 from typing import Any
 
 from routescope.render.mermaid import flowchart
-from routescope.report import answer_path, experts_text, sink_args_text, sink_label
+from routescope.report import answer_path, experts_text, sink_args_text, sink_label, way_text
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 
@@ -72,12 +72,12 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         out.append(f"- **Dispatch:** {disp['status']} ({len(disp['paths'])} path(s))")
         stops = [b for b in doc.get("blockers") or [] if b["kind"] == "raises"]
         for b in doc.get("blockers") or []:  # what stops it, first
-            way = (b.get("way_out") or {}).get("flags")
+            way = b.get("way_out") or {}
             # the server stops at the first step that raises; the later ones were traced past
             # it, on what it left unfinished (perhaps only its consequence)
             label = "Past it, raises too" if any(b is x for x in stops[1:]) else "Blocked"
-            out.append(f"- **{label}:** {cell(b['what'])}"
-                       + (f"; way out: {code(' '.join(way))}" if way else ""))  # fmt: skip
+            said = f"; way out: {way_text(way, code)}" if way.get("flags") else ""
+            out.append(f"- **{label}:** {cell(b['what'])}{said}")
         for text in disp.get("weights", []):  # said, not decided: loading is not traced
             out.append(f"- **Weights:** {cell(text)}")
         if disp["block_class"]:
@@ -112,7 +112,7 @@ def _blockers(blockers: list[dict[str, Any]]) -> list[str]:
             router = way.get("router") or {}
             reached = ", ".join(f"{k} {code(v)}" for k, v in router.items())
             caveat = f" ({cell(way['not_checked'])})" if way.get("not_checked") else ""
-            out.append(f"- **Way out:** {code(' '.join(way['flags']))}: the trace then selects "
+            out.append(f"- **Way out:** {way_text(way, code)}: the trace then selects "
                        f"{code(sink.get('name', '?'))} ({sink_label(sink) if sink else '?'})"
                        + (f", {reached}" if reached else "") + ", with no blocker"
                        + caveat)  # fmt: skip

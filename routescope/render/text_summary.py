@@ -10,7 +10,13 @@ from rich.text import Text
 
 from routescope.render.markdown import given_options, verdict_word
 from routescope.render.text_report import short_path
-from routescope.report import answer_path, deciding_decision, experts_text, sink_label
+from routescope.report import (
+    answer_path,
+    deciding_decision,
+    experts_text,
+    sink_label,
+    way_text,
+)
 
 SUMMARY_LINES = 15
 # the constraints that change what an OEA insertion must do, first
@@ -145,7 +151,7 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
         runner = _enum_name(str((way.get("router") or {}).get("runner_backend", "")))
         goes = ", ".join(x for x in (runner,
                                      sink.get("name", "").split(":")[-1]) if x)  # fmt: skip
-        out.append(Text(_cut(f"  way out: {' '.join(way['flags'])} → {goes}", width),
+        out.append(Text(_cut(f"  way out: {way_text(way)} → {goes}", width),
                         style="bold green"))  # fmt: skip
     elif blockers:
         tried = way.get("tried", ())
