@@ -143,3 +143,14 @@ def test_markdown_lists_the_notes_the_text_report_shows() -> None:
     assert len(items) == len(notes)
     html = MarkdownIt("commonmark").render(text)
     assert "<strong>post_init</strong>" not in html
+
+
+def test_every_assumption_kind_the_engine_lists_is_one_the_schema_declares() -> None:
+    # "module field" (a module-tree field unread code made, taken as no module) was listed in
+    # reports since 93a7bf8 but not declared: such a report failed its own schema
+    from routescope.analysis.engine.facts import ASSUMPTION_KINDS, Facts
+
+    props = report_schema()["properties"]["dispatch"]["properties"]["assumptions"]
+    assert tuple(props["items"]["properties"]["kind"]["enum"]) == ASSUMPTION_KINDS
+    with pytest.raises(AssertionError):
+        Facts().assume("a kind nobody declared", "x", "y", "z")

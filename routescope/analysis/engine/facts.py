@@ -107,12 +107,17 @@ class Checkpoint:
         )
 
 
+# the kinds of assumption a report lists (the report schema's enum is this tuple: a test)
+ASSUMPTION_KINDS = ("platform", "package", "summary", "environment", "startup", "module field")
+
+
 @dataclass(frozen=True, slots=True)
 class Assumption:
     """A fact an answer rests on that the code cannot show: a platform primitive's value, a
-    package's availability, a rule's summary of a function, an environment variable's state."""
+    package's availability, a rule's summary of a function, an environment variable's state,
+    a set-up step the rules stage, a module field unread code made (taken as no module)."""
 
-    kind: str  # platform | package | summary | environment | startup
+    kind: str  # one of ASSUMPTION_KINDS
     name: str
     value: str
     source: str  # where it comes from: the rule file (and its table), or the user's flag
@@ -158,6 +163,7 @@ class Facts:
     )
 
     def assume(self, kind: str, name: str, value: str, source: str) -> None:
+        assert kind in ASSUMPTION_KINDS, kind  # (a report names only the kinds it declares)
         self.used.setdefault((kind, name), Assumption(kind, name, value, source))
 
     def call_fact(self, name: str) -> Value | None:
