@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # the trace's types: a report read back from the cache needs 
 
 # Bump the major part on any change that removes or renames a field.
 SCHEMA_VERSION = "2.2"  # 2.0: values the trace read are typed (value, kind, repr, origins);
-# 2.1: a path that raises says what and where (`raised`); 2.2: the deployment's --ep (`ep`)
+# 2.1: a path that raises says what and where (`raised`); 2.2: the deployment's --ep (`ep`),
+# a way out's `replaces`
 
 
 # the sink kind of a MoE kernel that routes inside its own launch (rules/frameworks/*.toml)
