@@ -15,6 +15,7 @@ import pytest
 
 from routescope import api
 from routescope.analysis.phases.frameworks import load_framework
+from routescope.render.schema import validate_report
 from tests.conftest import CONFIGS
 
 FRAMEWORKS = ["sglang", "vllm"]
@@ -65,6 +66,7 @@ def test_case(framework: str, case: dict[str, Any]) -> None:
         server_args=dict(case.get("set", {})), env=dict(case.get("env", {})),
     )  # fmt: skip
     report = api.inspect(req)
+    validate_report(report)  # every case's JSON is the schema's (a kind it lacked slipped by)
     dispatch = report["dispatch"]
     sketch = (report.get("verdict") or {}).get("sketch")
     if sketch:  # the verdict's code sketch is Python that compiles
