@@ -14,7 +14,7 @@ from typing import Any
 from routescope import status
 from routescope.ahead import TracedAhead
 from routescope.analysis.engine.state import Decision
-from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.deployment import Deployment, ep_argument
 from routescope.api import parse_assignments
 from routescope.errors import RoutescopeError
 from routescope.verdict.switch import way_out
@@ -248,9 +248,9 @@ def flag_text(name: str, value: str, quant_field: str) -> str:
 def in_place_of_ep(way: dict[str, Any], how: Any, dep: Deployment) -> dict[str, Any]:
     """A way out that sets the argument --ep set (the rules' `expert_parallel`) stands in its
     place (a --set of it beside --ep exits 2): `replaces` names the flag to drop."""
-    target = how if isinstance(how, str) else (how or {}).get("switch")
+    target = ep_argument(how)
     sets = any(f.startswith(f"--set {target}=") for f in way.get("flags", ()))
-    if dep.ep is not None and target and sets:
+    if dep.ep is not None and target is not None and sets:
         way["replaces"] = [f"--ep {dep.ep}"]
     return way
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from routescope.check.findings import Finding
 from routescope.check.policy import Policy
+from routescope.render.markdown import set_env_packages
 
 
 def shown_path(path: Path) -> str:
@@ -20,9 +21,7 @@ def deployment_label(p: Policy) -> str:
     policy gives."""
     parts = [p.framework, f"tp={p.tp}"] + ([f"ep={p.ep}"] if p.ep is not None else [])
     parts += [f"quant={p.quant}"] if p.quant else []
-    parts += [f"set {k}={v}" for k, v in p.server_args]
-    parts += [f"env {k}={v}" for k, v in p.env]
-    parts += [f"package {k}={'true' if v else 'false'}" for k, v in p.packages]
+    parts += set_env_packages(dict(p.server_args), dict(p.env), dict(p.packages))
     return ", ".join(parts)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from textwrap import dedent
 from typing import Any
 
@@ -43,12 +44,19 @@ def given_options(dep: dict[str, Any]) -> str:
     """What the deployment was given beyond its GPU, TP and quantization (each changes the
     answer, so every heading names it): ` · EP8 · set k=v · env K=V · package p=false`."""
     parts = [f"EP{dep['ep']}"] if dep.get("ep") is not None else []
-    parts += [f"set {k}={v}" for k, v in (dep.get("server_args") or {}).items()]
-    parts += [f"env {k}={v}" for k, v in (dep.get("env") or {}).items()]
-    parts += [
-        f"package {k}={'true' if v else 'false'}" for k, v in (dep.get("packages") or {}).items()
-    ]
+    parts += set_env_packages(dep.get("server_args") or {}, dep.get("env") or {},
+                              dep.get("packages") or {})  # fmt: skip
     return "".join(f" · {p}" for p in parts)
+
+
+def set_env_packages(
+    server_args: Mapping[str, Any], env: Mapping[str, str], packages: Mapping[str, bool]
+) -> list[str]:
+    """--set, --env and --package as a deployment's label names them: `set k=v`, `env K=V`,
+    `package p=false`."""
+    return [*(f"set {k}={v}" for k, v in server_args.items()),
+            *(f"env {k}={v}" for k, v in env.items()),
+            *(f"package {k}={'true' if v else 'false'}" for k, v in packages.items())]  # fmt: skip
 
 
 def server_args_set(disp: dict[str, Any]) -> list[str]:

@@ -24,10 +24,17 @@ class Deployment:
     packages: dict[str, bool] = field(default_factory=dict)
 
 
+def ep_argument(how: Any) -> str | None:
+    """The server argument --ep sets, from the rules' `expert_parallel` (a size argument's name,
+    or a switch's table); None where the rules name none."""
+    if isinstance(how, str):
+        return how
+    return str(how["switch"]) if isinstance(how, dict) and how.get("switch") else None
+
+
 def ep_given_once(rules: Any, ep: int | None, server_args: dict[str, Any]) -> None:
     """--ep and a --set of the argument it sets (the rules' `expert_parallel`) are not both
     taken: exit 2, give one. (A way out may change that argument: its --set then stands.)"""
-    how = rules.data.get("server_args", {}).get("expert_parallel")
-    target = how if isinstance(how, str) else (how or {}).get("switch")
+    target = ep_argument(rules.data.get("server_args", {}).get("expert_parallel"))
     if ep is not None and target in server_args:
         raise RoutescopeError(f"--ep {ep}", f"--set {target} is given too: give one of them")

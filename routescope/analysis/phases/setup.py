@@ -20,7 +20,7 @@ from routescope.analysis.engine.values import (
     describe,
 )
 from routescope.analysis.phases.declared import Declared, declared_choices
-from routescope.analysis.phases.deployment import Deployment
+from routescope.analysis.phases.deployment import Deployment, ep_argument
 from routescope.analysis.phases.frameworks import FrameworkRules
 from routescope.analysis.phases.notes import Notes
 from routescope.analysis.phases.runphase import PHASE_STEPS, run_phase
@@ -145,11 +145,11 @@ def expert_parallel(
     switch whose size the other parallel sizes fix (each rank then holds whole experts, as many
     ranks as the named sizes multiply to). A size the release cannot be given exits 2 naming
     the ones it can."""
-    if not how:
+    target = ep_argument(how)
+    if target is None:
         raise RoutescopeError(
             f"--ep {dep.ep}", "this framework's rules name no expert-parallel option"
         )
-    target = how if isinstance(how, str) else str(how["switch"])
     if target not in fields:
         raise RoutescopeError(f"--ep {dep.ep}", f"this release's server arguments have no {target}")
     if target in dep.server_args:  # a way out changed it (both from the user: ep_given_once)
