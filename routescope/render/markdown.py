@@ -83,8 +83,9 @@ def _summary(doc: dict[str, Any]) -> list[str]:
             way = b.get("way_out") or {}
             # the server stops at the first step that raises; the later ones were traced past
             # it, on what it left unfinished (perhaps only its consequence)
-            label = "Past it, raises too" if any(b is x for x in stops[1:]) else "Blocked"
-            said = f"; way out: {way_text(way, code)}" if way.get("flags") else ""
+            later = any(b is x for x in stops[1:])
+            label = "Past it, raises too" if later else "Blocked"
+            said = f"; way out: {way_text(way, code)}" if way.get("flags") and not later else ""
             out.append(f"- **{label}:** {cell(b['what'])}{said}")
         for text in disp.get("weights", []):  # said, not decided: loading is not traced
             out.append(f"- **Weights:** {cell(text)}")

@@ -74,6 +74,9 @@ def test_the_answer_leads_with_the_first_step_that_stops_and_counts_the_rest() -
     blocked = [line for line in lines if line.startswith("BLOCKED: ")]
     assert blocked == ["BLOCKED: sglang 0.5.23 stops in publish: ValueError: bad"], lines
     assert "  past it, 2 more step(s) raise (--explain)" in lines
+    doc["blockers"][0]["way_out"] = doc["blockers"][1]["way_out"] = {"flags": ["--set a=1"],
+                                                                      "tried": []}  # fmt: skip
     md = render(doc)
     assert md.count("- **Blocked:** ") == 1 and md.count("- **Past it, raises too:** ") == 2
+    assert md.count("; way out: `--set a=1`") == 1  # said once, at the step that stops
     assert md.index("stops in publish") < md.index("stops in initialize_dp_attention")
