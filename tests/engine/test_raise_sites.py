@@ -74,3 +74,25 @@ def main(n):
         raise
 """
     assert _raised(tmp_path, main) == {("ValueError", 4)}
+
+
+def test_reraising_a_caught_exception_of_unknown_class_is_raised_where_it_first_was(
+    tmp_path: Path,
+) -> None:
+    # what `E(...)` makes is not known (E is an input); `raise e` of it, caught, is still the
+    # same exception, raised at line 4, as a bare `raise` of it is
+    main = """
+def check(n, E):
+    if n > 3:
+        raise E("too many")
+    return n
+
+
+def main(n, E):
+    try:
+        return check(n, E)
+    except Exception as e:
+        raise e
+"""
+    paths = run(tmp_path, {"main.py": main}, Unknown("n"), Unknown("E"))
+    assert {p.raised_at[1] for p in paths if p.outcome == "raise" and p.raised_at} == {4}

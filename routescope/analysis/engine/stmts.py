@@ -217,7 +217,7 @@ class StmtMixin(EngineBase):
         for s, v in self.ev(st, node.exc):
             # `raise e` of the exception being handled: raised where it first was, as a bare
             # raise; anything else is raised here
-            again = v is s.env.get(HANDLED_KEY) and not isinstance(v, Unknown)
+            again = v is s.env.get(HANDLED_KEY)
             s.raised_at = (_handled_at(s) or where) if again else where
             out.append((s, "raise", v))
         return out
