@@ -191,6 +191,12 @@ def _raised(p: TracedPath) -> dict[str, Any] | None:
     return {"exception": p.result, "file": file, "line": line, "function": function}
 
 
+def traced_past(blockers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps that raise after the first: the server stops at the first; these were traced
+    past it, on what it left unfinished (perhaps only its consequence)."""
+    return [b for b in blockers if b["kind"] == "raises"][1:]
+
+
 def way_text(way: dict[str, Any], code: Callable[[str], str] = str) -> str:
     """A way out's flags, and the given flags they replace: `--set ep_size=4 (in place of --ep
     8)`; `code` marks each runnable part (markdown's code spans)."""

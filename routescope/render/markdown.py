@@ -7,7 +7,14 @@ from textwrap import dedent
 from typing import Any
 
 from routescope.render.mermaid import flowchart
-from routescope.report import answer_path, experts_text, sink_args_text, sink_label, way_text
+from routescope.report import (
+    answer_path,
+    experts_text,
+    sink_args_text,
+    sink_label,
+    traced_past,
+    way_text,
+)
 
 _WORD = {True: "true", False: "false", None: "unknown"}
 
@@ -78,12 +85,10 @@ def _summary(doc: dict[str, Any]) -> list[str]:
         disp, v = doc["dispatch"], doc.get("verdict")
         out.append(f"- **Deployment:** {deployment_line(doc)}")
         out.append(f"- **Dispatch:** {disp['status']} ({len(disp['paths'])} path(s))")
-        stops = [b for b in doc.get("blockers") or [] if b["kind"] == "raises"]
+        past = traced_past(doc.get("blockers") or [])
         for b in doc.get("blockers") or []:  # what stops it, first
             way = b.get("way_out") or {}
-            # the server stops at the first step that raises; the later ones were traced past
-            # it, on what it left unfinished (perhaps only its consequence)
-            later = any(b is x for x in stops[1:])
+            later = any(b is x for x in past)
             label = "Past it, raises too" if later else "Blocked"
             said = f"; way out: {way_text(way, code)}" if way.get("flags") and not later else ""
             out.append(f"- **{label}:** {cell(b['what'])}{said}")

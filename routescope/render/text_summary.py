@@ -15,6 +15,7 @@ from routescope.report import (
     deciding_decision,
     experts_text,
     sink_label,
+    traced_past,
     way_text,
 )
 
@@ -125,10 +126,8 @@ def summary(doc: dict[str, Any], width: int = 100) -> list[Text]:
 def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
     """What stops the deployment, where, and the flag change that reaches a path that runs."""
     out: list[Text] = []
-    stops = [b for b in blockers if b["kind"] == "raises"]
-    # the server stops at the first step that raises; the later ones were traced past it, on
-    # what that step left unfinished (they may only be its consequence): counted, not shown
-    shown = [b for b in blockers if b["kind"] != "raises" or b is stops[0]]
+    past = traced_past(blockers)  # counted, not shown
+    shown = [b for b in blockers if not any(b is x for x in past)]
     for b in shown[:2]:
         if b["kind"] == "raises":  # a step that raises on every way: the deployment stops
             out.append(Text(_cut(f"BLOCKED: {b['what']}", 2 * width), style="bold red"))
@@ -142,8 +141,8 @@ def _blockers(blockers: list[dict[str, Any]], width: int) -> list[Text]:
         version = str(b.get("pinned", "")).partition("==")[2]
         out.append(Text(_cut(f"  at {short_path(b['where'])}; {b.get('provider', '')} {version}"
                              f" has {', '.join(b.get('runs_on', ()))}", width)))  # fmt: skip
-    if len(stops) > 1:
-        out.append(Text(f"  past it, {len(stops) - 1} more step(s) raise (--explain)", style="dim"))
+    if past:
+        out.append(Text(f"  past it, {len(past)} more step(s) raise (--explain)", style="dim"))
     blockers = [b for b in blockers if b.get("way_out") is not None]  # those searched
     way = (blockers[0].get("way_out") or {}) if blockers else {}
     if blockers and way.get("flags"):
