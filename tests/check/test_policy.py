@@ -172,3 +172,12 @@ def test_a_lock_from_an_older_routescope_asks_to_be_recorded_again(tmp_path: Pat
     lock.write_text('lock_version = 99\nframework = "sglang==0.5.23"\n', encoding="utf-8")
     with pytest.raises(RoutescopeError, match="not a routescope lock file"):
         read_lock(lock)
+
+
+def test_the_deployment_label_names_the_ep_size(tmp_path: Path) -> None:
+    from routescope.check.policy import load_policy
+    from routescope.render.check_common import deployment_label
+
+    text = policy_text([GLM5], "sglang==0.5.23", ["sm120"]) + 'ep = 8\n\n[set]\nx = "y"\n'
+    label = deployment_label(load_policy(write_policy(tmp_path, text)))
+    assert label == "sglang==0.5.23, tp=8, ep=8, set x=y"
