@@ -125,3 +125,25 @@ def test_unreachable_hub_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(RoutescopeError, match="hub unreachable"):
         load_spec("zai-org/GLM-5")
     assert time.monotonic() - start < FAST_S
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [
+        ("examples/zai-org--GLM-5", "Cannot have -- or .."),  # a mistyped local path
+        ("zai-org/GLM..5", "Cannot have -- or .."),
+        ("zai-org/" + "x" * 100, "maximum length is 96"),
+    ],
+)
+def test_a_name_the_hub_would_refuse_is_refused_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    given: str, why: str,
+) -> None:
+    """huggingface_hub's own id rule decides, so a path that does not exist is a clear error
+    (exit 2, one line naming it), not the library's traceback; no request is made."""
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # would fail if it were asked
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    assert main(["inspect", given]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert given in err and "not a hub id" in err and why in err

@@ -51,6 +51,8 @@ def read_config(
     repo, _, at_rev = model.partition("@")
     if not _HUB_ID.match(repo) or model.endswith((".json", "/")):
         raise RoutescopeError(model, "no such file or directory, and not a hub id (org/name)")
+    if why := _not_a_hub_id(repo):
+        raise RoutescopeError(model, f"no such file or directory, and not a hub id: {why}")
     config, commit = _hub_config(repo, revision or at_rev or None, offline)
     ref, raw = _read_file(model, "hub", config)
     hub_ref = ModelRef("hub", model, str(config), revision or at_rev or "main", commit, ref.sha256)
@@ -75,6 +77,19 @@ def _read_file(model: str, kind: str, path: Path) -> tuple[ModelRef, dict[str, A
         raise RoutescopeError(str(path), "config.json must hold a JSON object")
     sha = hashlib.sha256(data).hexdigest()
     return ModelRef(kind, model, str(path), sha256=sha), raw
+
+
+def _not_a_hub_id(repo: str) -> str:
+    """Why the hub would refuse `repo` as a repository id ('' when it would not), by the
+    hub library's own rule (no `--` or `..`, length, edges), before anything is requested."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo)
+    except HFValidationError as exc:
+        return _first_line(exc).split(": '")[0].rstrip(".")
+    return ""
 
 
 def _endpoint() -> str:
