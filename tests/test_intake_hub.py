@@ -136,8 +136,11 @@ def test_unreachable_hub_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     ],
 )
 def test_a_name_the_hub_would_refuse_is_refused_before_any_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    given: str, why: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    given: str,
+    why: str,
 ) -> None:
     """huggingface_hub's own id rule decides, so a path that does not exist is a clear error
     (exit 2, one line naming it), not the library's traceback; no request is made."""
