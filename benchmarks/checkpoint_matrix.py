@@ -41,6 +41,7 @@ def main() -> int:
     os.environ.setdefault("ROUTESCOPE_TRACE_CACHE", "0")
     from routescope import api
     from routescope.errors import RoutescopeError
+    from routescope.report import experts_text
 
     if args.configs:
         files = {p.stem: p for p in (ROOT / "examples" / "configs").glob("*.json")}
@@ -69,6 +70,9 @@ def main() -> int:
                     shown += f"  [{len(past)} blocker(s)]"
                 if d.get("weights"):  # the checkpoint's weights do not fit the layers built
                     shown += "  [weights]"
+                launched = experts_text(d["paths"][0], limit=4, brief=True) if d["paths"] else ""
+                if launched:  # what the experts launch past the router, checked on the GPU
+                    shown += f"  -> {launched}"
             except RoutescopeError as exc:
                 status, shown = "refused", str(exc)[:160]
             counts[status] += 1

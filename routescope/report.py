@@ -70,6 +70,14 @@ def deciding_decision(path: dict[str, Any]) -> dict[str, Any] | None:
     return max(before, key=lambda d: d["line"]) if before else None
 
 
+def short_kernel(name: str) -> str:
+    """A kernel's name without its module: `fused_moe_kernel`; a compiled op with its overload,
+    `scaled_fp4_quant.out` (torch.ops.<namespace>.<op>[.<overload>])."""
+    if name.startswith("torch.ops.") and name.count(".") >= 3:
+        return ".".join(name.split(".")[3:])
+    return name.rpartition(":")[2].rpartition(".")[2]
+
+
 def experts_text(path: dict[str, Any], limit: int = 3, brief: bool = False) -> str:
     """What the experts launch past the router, as a report names it: the kernels every way
     launches (`fused_moe_kernel [triton]`), then those only some ways do (`brief`: how many);
@@ -77,8 +85,7 @@ def experts_text(path: dict[str, Any], limit: int = 3, brief: bool = False) -> s
     sink)."""
 
     def named(hs: list[dict[str, Any]], kinds: bool) -> str:
-        names = [h["name"].rpartition(":")[2].rpartition(".")[2]
-                 + (f" [{h['kind']}]" if kinds and h.get("kind") else "")
+        names = [short_kernel(h["name"]) + (f" [{h['kind']}]" if kinds and h.get("kind") else "")
                  for h in hs[:limit]]  # fmt: skip
         return ", ".join(names) + (f" and {len(hs) - limit} more" if len(hs) > limit else "")
 
@@ -149,7 +156,11 @@ def stop_dict(s: Stop) -> dict[str, Any]:
     return out
 
 
-def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
+def _path(
+    p: TracedPath, selected: bool, also: int, ways: tuple[tuple[SinkHit, ...], ...]
+) -> dict[str, Any]:
+    """A reported path: the group's representative, with the experts every member's ways
+    through the experts layer launch (`ways`)."""
     return {
         "selected": selected,
         "sink": _sink(p.sink),
@@ -157,7 +168,7 @@ def _path(p: TracedPath, selected: bool, also: int) -> dict[str, Any]:
         # what else the path launches on the GPU (post-processing of the ids), and what the
         # experts layer launches handed the router's result: every way through it, or some
         "launches": [_sink(k) for k in p.launches],
-        "experts": _experts(p),
+        "experts": _experts(ways),
         "outcome": p.outcome,
         "stopped": p.stopped or None,
         "raised": _raised(p),
@@ -216,8 +227,7 @@ def raised_text(path: dict[str, Any]) -> str:
     return f"raises {r['exception']}{where}{fn}"
 
 
-def _experts(p: TracedPath) -> list[dict[str, Any]]:
-    ways = p.experts
+def _experts(ways: tuple[tuple[SinkHit, ...], ...]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for h in dict.fromkeys(h for w in ways for h in w):
         got = _sink(h) or {}
@@ -237,10 +247,14 @@ def _dedupe(decisions: tuple[Decision, ...]) -> list[Decision]:
     return out
 
 
-def _group(paths: tuple[TracedPath, ...]) -> list[tuple[TracedPath, int]]:
+def _group(
+    paths: tuple[TracedPath, ...],
+) -> list[tuple[TracedPath, int, tuple[tuple[SinkHit, ...], ...]]]:
     """One representative per distinct outcome: its router kernel; or, without one, why the
     path stopped, or the exception it raises and where (a way that raises is never one with a
-    way that returns no kernel, nor with one raising elsewhere: each is a way the user meets)."""
+    way that returns no kernel, nor with one raising elsewhere: each is a way the user meets).
+    With it, how many others it stands for and every way through the experts layer the group's
+    members took (a kernel every way launches is launched whichever member runs)."""
     groups: OrderedDict[tuple[object, ...], list[TracedPath]] = OrderedDict()
     for p in paths:
         ends = () if p.sink else (p.outcome, p.result if p.outcome == "raise" else "",
@@ -250,7 +264,8 @@ def _group(paths: tuple[TracedPath, ...]) -> list[tuple[TracedPath, int]]:
     reps = []
     for members in groups.values():
         best = min(members, key=lambda m: len(m.undecided()))
-        reps.append((best, len(members) - 1))
+        ways = tuple(dict.fromkeys(w for m in members for w in m.experts))
+        reps.append((best, len(members) - 1, ways))
     return reps
 
 
@@ -269,7 +284,7 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
     undecided: dict[tuple[str, int], dict[str, Any]] = {}
     if not decided:
         setup = [(dec, {"phase": "server arguments"}) for dec in d.setup_undecided]
-        for dec, extra in [*setup, *((dec, {}) for p, _ in reps for dec in p.undecided())]:
+        for dec, extra in [*setup, *((dec, {}) for p, _, _ in reps for dec in p.undecided())]:
             undecided.setdefault((dec.file, dec.line), {
                 "file": dec.file, "line": dec.line, "condition": dec.text,
                 "undecided_because": dec.reason, **extra,
@@ -283,7 +298,7 @@ def dispatch_dict(d: Dispatch) -> dict[str, Any]:
         "block_class": d.site.block_class.qualname if d.site else None,
         "construction_chain": list(d.site.chain) if d.site else [],
         "router": router,
-        "paths": [_path(p, decided, also) for p, also in reps],
+        "paths": [_path(p, decided, also, ways) for p, also, ways in reps],
         "undecided": list(undecided.values()),
         "incomplete": list(d.incomplete),
         "weights": list(d.weights),

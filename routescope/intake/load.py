@@ -83,7 +83,7 @@ def _not_a_hub_id(repo: str) -> str:
     """Why the hub would refuse `repo` as a repository id ('' when it would not), by the
     hub library's own rule (no `--` or `..`, length, edges), before anything is requested."""
     from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
+    from huggingface_hub.utils import validate_repo_id  # type: ignore[attr-defined]  # (lazy export)
 
     try:
         validate_repo_id(repo)

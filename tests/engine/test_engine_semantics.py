@@ -102,6 +102,26 @@ def route(x):
         return topk_fast(x)
     return torch.topk(x, 2)
 """,
+    # vLLM 0.34.0 v1/worker/workspace.py:202-220 (get_simultaneous): the offsets of views into
+    # one buffer, running totals of sizes not known; there are as many as sizes, so indexing
+    # them by range(len(...)) raises no IndexError
+    "accumulate_running_totals": """
+import operator
+from itertools import accumulate
+
+def route(x):
+    n = x.shape[0]
+    sizes = [n * 4, 128, n]
+    offsets = list(accumulate([0] + sizes[:-1]))
+    spans = [x[offsets[i] : offsets[i] + sizes[i]] for i in range(len(sizes))]
+    if (len(offsets) == 3 and len(spans) == 3 and list(accumulate([1, 2, 3])) == [1, 3, 6]
+            and list(accumulate([1, 2, 3], initial=10)) == [10, 11, 13, 16]
+            and list(accumulate([2, 3, 4], operator.mul)) == [2, 6, 24]
+            and list(accumulate([1, 5, 2], func=max)) == [1, 5, 5]
+            and list(accumulate([])) == [] and list(accumulate((), initial=0)) == [0]):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+""",
     # vLLM 0.33.0 quant_utils.py:110-229: QuantKey(dtype, ScaleDesc(..., GroupShape(...)))
     # compared as tuples of frozen dataclasses holding a NamedTuple subclass
     "records_in_tuples_compare": """

@@ -23,7 +23,7 @@ AT = ("sglang/jit_kernel/utils.py", 101, "sglang.jit_kernel.utils:_local_jit_sou
 
 def _raising() -> dict:
     p = TracedPath((), (), None, "raise", "ZeroDivisionError", "", raised_at=AT)
-    return _path(p, selected=False, also=0)
+    return _path(p, selected=False, also=0, ways=())
 
 
 def test_the_json_names_the_exception_and_where_and_matches_the_schema() -> None:
@@ -31,7 +31,9 @@ def test_the_json_names_the_exception_and_where_and_matches_the_schema() -> None
     assert path["outcome"] == "raise"
     assert path["raised"] == {"exception": "ZeroDivisionError", "file": AT[0], "line": 101,
                               "function": AT[2]}  # fmt: skip
-    returning = _path(TracedPath((), (), None, "return", "None", ""), selected=False, also=0)
+    returning = _path(
+        TracedPath((), (), None, "return", "None", ""), selected=False, also=0, ways=()
+    )
     assert returning["raised"] is None
     doc = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
     forked = copy.deepcopy(doc)

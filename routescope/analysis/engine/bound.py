@@ -73,6 +73,30 @@ class LibraryMethod(BoundOperation):
         return Const(None)
 
 
+class FakeRegistration(BoundOperation):
+    """The decorator `torch.library.register_fake("ns::op")` returns: it records the function
+    it decorates as op's fake implementation (what torch.compile runs to learn the outputs'
+    shapes, dtypes and layout, which torch requires to match the kernel's) and returns it."""
+
+    def __init__(self, op: str, fakes: dict[str, Value]) -> None:
+        super().__init__()
+        self.op, self.fakes = op, fakes
+
+    def call(self, st: PathState, args: list[Value]) -> Value:
+        if len(args) != 1:
+            return _unknown("register_fake()")
+        self.fakes[self.op] = args[0]
+        return args[0]
+
+
+def op_attribute(op: str) -> str | None:
+    """ "ns::op" or "ns::op.overload" -> "torch.ops.ns.op" (how code calls it); None else."""
+    ns, sep, name = op.partition("::")
+    if not sep or not ns or not name:
+        return None
+    return f"torch.ops.{ns}.{name.split('.')[0]}"
+
+
 class ContextVarMethod(BoundOperation):
     """get / set / reset of a contextvars.ContextVar: the value lives on the path (as a field
     the path writes), so a `with` block that sets it holds it until its reset."""

@@ -7,6 +7,7 @@ import ast
 from routescope.analysis.engine import enums
 from routescope.analysis.engine.base import Ctx, EngineBase, Outcome
 from routescope.analysis.engine.binding import CLOSURE_FRAMES, FRAME_KEY, NONLOCAL_KEY
+from routescope.analysis.engine.bound import BoundOperation
 from routescope.analysis.engine.budget import BudgetExceeded
 from routescope.analysis.engine.join import join_returns, join_states
 from routescope.analysis.engine.joinscope import joining
@@ -112,7 +113,7 @@ class DefinitionsMixin(EngineBase):
             defaults=self._nested_defaults(st, node) if closure is not None else None,
         )
         fn.origins = (f"{mod.relpath}:{node.lineno}",)
-        if node.decorator_list and owner_prefix == "" and st.env is mod.globals:
+        if node.decorator_list and owner_prefix == "" and len(st.envs) == 1:  # module level
             self._register(st, fn, node.decorator_list)
         return fn
 
@@ -168,6 +169,11 @@ class DefinitionsMixin(EngineBase):
             try:
                 heads = self.ev(st.fork(), d)
                 dec = self.resolved(heads[0][1]) if len(heads) == 1 else None
+                if isinstance(dec, BoundOperation):  # one the engine carries out: it records
+                    done = heads[0][0]  # (torch.library.register_fake's decorator)
+                    dec.call(done, [fn])
+                    st.heap, st.heap_objs = done.heap, done.heap_objs
+                    continue
                 if not isinstance(dec, FunctionVal):
                     continue
                 results = self.call(heads[0][0], dec, [fn], {}, None)

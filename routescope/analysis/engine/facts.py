@@ -150,6 +150,10 @@ class Facts:
     # ops the framework registers with a Python implementation (torch.library.Library.impl):
     # "torch.ops.<namespace>.<name>" -> the function that runs when the op is called
     ops: dict[str, Value] = field(default_factory=dict)
+    # the fake implementations the framework registers for its compiled ops
+    # (torch.library.register_fake): "torch.ops.<namespace>.<name>" -> the function, which
+    # gives outputs shaped and laid out as the kernel's (see externals: a kernel's results)
+    fakes: dict[str, Value] = field(default_factory=dict)
     # an optional package's version on the target: import name -> (version, where it is said)
     versions: dict[str, tuple[str, str]] = field(default_factory=dict)
     # a distribution's version (importlib.metadata.version): the traced release's, and those it

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from routescope.analysis.engine.containers import new_tuple
+from routescope.analysis.engine.containers import TupleVal, new_tuple
 from routescope.analysis.engine.contents import FIELD
 from routescope.analysis.engine.intervals import bounded, low_of
 from routescope.analysis.engine.nones import opaque_not_none
@@ -24,6 +24,8 @@ from routescope.analysis.engine.tensors import (
     SAME_SHAPE,
     TensorMethod,
     known_result,
+    reshaped,
+    torch_dtype_name,
 )
 from routescope.analysis.engine.values import (
     AtLeast,
@@ -175,20 +177,58 @@ def tensor_method(
     if (fn.name in NOT_TENSORS or (fn.name == "type" and not args)) and not fn.tensor.nn:
         return opaque_not_none(f"{fn.name}() of a tensor")  # a number, a bool, a tuple, ...
     made = fn.tensor.made_at or made_at()
+    if fn.name in NEW_FACTORIES:  # a fresh tensor: contiguous, the shape and dtype it is given
+        return new_tensor(fn.tensor, fn.name, args, kwargs, made_at())
     pair = torch_pair(fn.name, fn.tensor, args, kwargs, st.claims, made)
     if pair is not None:
         return pair
     same = fn.name in SAME_SHAPE  # elementwise and dtype changes keep the shape
     dtype = METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in SAME_DTYPE else None)
-    flat = fn.name == "contiguous" or (fn.tensor.contiguous and fn.name in SAME_SHAPE)
+    new_shape = shape if same else None
+    if fn.name in ("reshape", "view") and not kwargs:  # a contiguous tensor's view is one too
+        new_shape = reshaped(fn.tensor, args)
+        dtype = fn.tensor.dtype if new_shape is not None else None
+    flat = fn.name == "contiguous" or (
+        fn.tensor.contiguous and (fn.name in SAME_SHAPE or fn.name in ("reshape", "view"))
+    )
     return Tensor(
-        shape if same else None,
+        new_shape,
         dtype,
         producer=producer_of([fn.tensor, *args], st.claims),
         made_at=made,
         contiguous=flat,
         role=role_of([fn.tensor, *args]),
     )
+
+
+# tensor methods that make a new tensor of a given size (the tensor lends its dtype, device)
+NEW_FACTORIES = ("new_empty", "new_zeros", "new_ones", "new_full")
+
+
+def new_tensor(
+    t: Tensor, name: str, args: list[Value], kwargs: dict[str, Value], made: Any
+) -> Tensor:
+    """`t.new_empty(size, dtype=...)` and its kin: a fresh (contiguous) tensor of that size
+    (a tuple, or the sizes as arguments but for new_full, whose second is the fill value),
+    in the dtype given, else t's."""
+    first = args[0] if args else kwargs.get("size")
+    sizes: list[Value] | None = None
+    if isinstance(first, TupleVal):
+        sizes = list(first.items)
+    elif isinstance(first, Const) and isinstance(first.value, (tuple, list)):
+        sizes = [Const(v, first.origins) for v in first.value]
+    elif (
+        name != "new_full"
+        and args
+        and all(
+            isinstance(a, AtLeast) or (isinstance(a, Const) and type(a.value) is int) for a in args
+        )
+    ):
+        sizes = list(args)
+    dtype = kwargs.get("dtype")
+    dname = torch_dtype_name(dtype) if dtype is not None else t.dtype
+    return Tensor(tuple(sizes) if sizes is not None else None, dname, made_at=made,
+                  contiguous=True)  # fmt: skip
 
 
 def broadcast(a: Value, b: Value) -> tuple[Value, ...] | None:

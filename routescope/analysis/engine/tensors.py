@@ -146,6 +146,74 @@ def stride_of(t: Tensor, args: list[Value]) -> Value | None:
     return Const(step)
 
 
+def reshaped(t: Tensor, args: list[Value]) -> tuple[Value, ...] | None:
+    """The shape `t.reshape(*shape)` or `t.view(*shape)` gives (a shape as the arguments or
+    one tuple; where torch does not raise): the sizes given, and the one given as -1 inferred
+    from t's: the same dimension of t where the other sizes are t's own, rank for rank (so
+    `x.reshape(-1, x.shape[-1])` of [tokens, hidden] keeps the tokens: one count, bounded
+    alike everywhere); the product of t's leading (trailing) dimensions where the other sizes
+    are t's trailing (leading) ones; the number where every size is. None when a size is not
+    an integer of this path (a dtype: `view(torch.uint8)`; a sequence not known)."""
+    dims = list(args[0].items) if len(args) == 1 and isinstance(args[0], TupleVal) else args
+    if len(dims) == 1 and isinstance(dims[0], Const) and isinstance(dims[0].value, tuple):
+        dims = [Const(v, dims[0].origins) for v in dims[0].value]
+    old = t.shape
+
+    def size(v: Value) -> bool:
+        if isinstance(v, Const):
+            return type(v.value) is int and v.value >= -1
+        return isinstance(v, AtLeast) or (old is not None and any(v is d for d in old))
+
+    if not dims or not all(size(d) for d in dims):
+        return None
+    inferred = [i for i, d in enumerate(dims) if isinstance(d, Const) and d.value == -1]
+    if not inferred:
+        return tuple(dims)
+    if len(inferred) > 1:
+        return None  # torch raises: only one dimension can be inferred
+    j, rest = inferred[0], [d for d in dims if not (isinstance(d, Const) and d.value == -1)]
+    dims[j] = _inferred(old, dims, j, rest) or AtLeast(0, "a size reshape infers")
+    return tuple(dims)
+
+
+def _same(a: Value, b: Value) -> bool:
+    return a is b or (isinstance(a, Const) and isinstance(b, Const) and a.value == b.value)
+
+
+def _inferred(
+    old: tuple[Value, ...] | None, dims: list[Value], j: int, rest: list[Value]
+) -> Value | None:
+    """The size reshape infers at `j` (see reshaped), where t's shape decides it."""
+    if old is None:
+        return None
+    if all(isinstance(d, Const) and type(d.value) is int for d in (*old, *rest)):
+        total, others = 1, 1
+        for d in old:
+            total *= d.value  # type: ignore[attr-defined]
+        for d in rest:
+            others *= d.value  # type: ignore[attr-defined]
+        return Const(total // others) if others and total % others == 0 else None
+    n, k = len(old), len(rest)
+    if n == len(dims) and all(_same(d, old[i]) for i, d in enumerate(dims) if i != j):
+        return old[j]
+    if j == 0 and k < n and all(_same(a, b) for a, b in zip(rest[::-1], old[::-1], strict=False)):
+        lead = old[: n - k]  # (-1, h) of (a, b, h): a * b
+    elif j == len(dims) - 1 and k < n and all(_same(a, b) for a, b in zip(rest, old, strict=False)):
+        lead = old[k:]  # (a, -1) of (a, b, h): b * h
+    else:
+        return None
+    if len(lead) == 1:
+        return lead[0]
+    lows = [d.low if isinstance(d, AtLeast) else d.value if isinstance(d, Const) else None
+            for d in lead]  # fmt: skip
+    if not all(type(low) is int and low >= 0 for low in lows):
+        return None
+    product = 1
+    for low in lows:
+        product *= low  # type: ignore[operator]
+    return AtLeast(product, "a size reshape infers, a product of sizes")
+
+
 def torch_dtype_name(v: Value) -> str | None:
     return v.name if isinstance(v, External) and v.name.startswith("torch.") else None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import math
+import operator
 import posixpath
 import re
 from collections.abc import Callable
@@ -76,6 +77,33 @@ _PURE: dict[str, Callable[..., Any]] = {
     # triton's host-side integer helpers (kernel launch geometry)
     "triton.next_power_of_2": lambda n: 1 << (n - 1).bit_length() if n > 0 else 1,
     "triton.cdiv": lambda a, b: -(-a // b),
+    # the operator module's functions of numbers (a reduce's or an accumulate's step)
+    **{
+        f"operator.{op}": getattr(operator, op)
+        for op in (
+            "add",
+            "sub",
+            "mul",
+            "truediv",
+            "floordiv",
+            "mod",
+            "pow",
+            "neg",
+            "and_",
+            "or_",
+            "xor",
+            "lshift",
+            "rshift",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "not_",
+            "truth",
+        )
+    },
 }
 _SAFE_METHODS = {
     str: {

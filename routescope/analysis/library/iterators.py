@@ -23,6 +23,7 @@ from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
     Const,
+    External,
     FunctionVal,
     Unknown,
     UnknownKind,
@@ -77,6 +78,59 @@ def _map_filter(
                     return None
                 nxt.append((s2, [*acc, row[0]] if t else acc))
         if len(nxt) > FORKS:  # the function itself forks on more items than this
+            return None
+        paths = nxt
+    return [(s, new_tuple(acc)) for s, acc in paths]
+
+
+@models("itertools.accumulate")
+def _accumulate(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """itertools.accumulate(items[, func], *, initial=None): the running totals, one per item
+    (and the initial value first), as a tuple read once, as map's; each total is `+` (or
+    func) of the one before and the item, evaluated as the code would: so the totals of
+    sizes not known are not known, while how many there are is. None when the items are not
+    known, or func forks on more items than map follows."""
+    if not 1 <= len(args) <= 2 or set(kwargs) - {"func", "initial"}:
+        return None
+    items = iteration(args[0], st)
+    if items is None or len(items) > SEQ_LIMIT:
+        return None
+    fn = eng.resolved(args[1]) if len(args) == 2 else kwargs.get("func")
+    if isinstance(fn, Const) and fn.value is None:
+        fn = None
+    if fn is not None and not isinstance(fn, (FunctionVal, ClassVal, Partial, External)):
+        return None
+    initial = kwargs.get("initial")
+    if isinstance(initial, Const) and initial.value is None:
+        initial = None
+    if initial is not None:
+        items = [initial, *items]
+    if not items:
+        return one(st, new_tuple([]))
+    add = ast.BinOp(ast.Constant(0), ast.Add(), ast.Constant(0))
+    ast.copy_location(add, node if node is not None else add)
+    paths: list[tuple[PathState, list[Value]]] = [(st, [items[0]])]
+    for item in items[1:]:
+        nxt: list[tuple[PathState, list[Value]]] = []
+        for s, acc in paths:
+            if s.raising is not None:
+                nxt.append((s, acc))
+                continue
+            if fn is None:
+                total = eng.binop(s, add, acc[-1], item)
+                if isinstance(total, Unknown) and total.exc is not None:
+                    return None  # a total that raises (None + 1): left to the opaque call
+                nxt.append((s, [*acc, total]))
+                continue
+            nxt.extend((s2, [*acc, v]) for s2, v in eng.call(s, fn, [acc[-1], item], {}, node))
+        if len(nxt) > FORKS:
             return None
         paths = nxt
     return [(s, new_tuple(acc)) for s, acc in paths]

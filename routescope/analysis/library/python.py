@@ -14,7 +14,7 @@ from routescope.analysis.engine.bound import BoundOperation, ContextVarMethod
 from routescope.analysis.engine.containers import DictVal, ListVal, MappingProxy, SetVal, TupleVal
 from routescope.analysis.engine.contents import field_names, snapshot, truth_in
 from routescope.analysis.engine.exceptions import MadeException
-from routescope.analysis.engine.sequences import over_containers
+from routescope.analysis.engine.sequences import SEQUENCE_BUILTINS, over_containers
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
     ClassVal,
@@ -180,23 +180,7 @@ def _type(
     return one(st, Unknown("type() of an unknown value", kind=UnknownKind.UNSUPPORTED))
 
 
-@models(
-    "list",
-    "tuple",
-    "set",
-    "frozenset",
-    "dict",
-    "len",
-    "sorted",
-    "enumerate",
-    "zip",
-    "reversed",
-    "any",
-    "all",
-    "min",
-    "max",
-    "sum",
-)
+@models(*sorted(SEQUENCE_BUILTINS))
 def _sequences(
     eng: EngineBase,
     st: PathState,

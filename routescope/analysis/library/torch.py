@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from routescope.analysis.engine.bound import LIBRARY
+from routescope.analysis.engine.bound import LIBRARY, FakeRegistration, op_attribute
 from routescope.analysis.engine.containers import new_tuple
 from routescope.analysis.engine.contents import seq_items
 from routescope.analysis.engine.nones import opaque_not_none
@@ -98,6 +98,29 @@ def _library(
     Python implementations run when torch.ops.<namespace>.<op> is called)."""
     ns = args[0] if args else kwargs.get("ns")
     return one(st, Instance(None, {"ns": ns or Const(None)}, LIBRARY))
+
+
+@models("torch.library.register_fake", "torch.library.impl_abstract")
+def _register_fake(
+    eng: EngineBase,
+    st: PathState,
+    name: str,
+    args: list[Value],
+    kwargs: dict[str, Value],
+    node: ast.AST | None,
+) -> Paths | None:
+    """register_fake("ns::op"[, fn]): a decorator that records the function as the op's fake
+    implementation (with fn: recorded now, fn returned). None (opaque) when the op is not
+    named by a string."""
+    op = args[0] if args else kwargs.get("op_name", kwargs.get("qualname"))
+    target = op_attribute(op.value) if isinstance(op, Const) and isinstance(op.value, str) else None
+    if target is None:
+        return None
+    registration = FakeRegistration(target, eng.facts.fakes)
+    fn = args[1] if len(args) > 1 else kwargs.get("func")
+    if fn is not None and not (isinstance(fn, Const) and fn.value is None):
+        return one(st, registration.call(st, [fn]))
+    return one(st, registration)
 
 
 BUFFERS = ("torch.nn.Buffer", "torch.nn.parameter.Buffer", "nn.Buffer")

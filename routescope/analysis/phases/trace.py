@@ -131,8 +131,20 @@ def trace_call(
                               tuple(h for h in s.sinks if h.kind != UNRECOGNISED and h.routes),
                               end=s, value=v,
                               launches=tuple(h for h in s.sinks if not h.routes),
+                              experts=_after(s.sinks, routed) if by_kernel and kind == "return"
+                              and not stopped else (),
                               raised_at=s.raised_at if kind == "raise" else None))  # fmt: skip
     return out
+
+
+def _after(sinks: list[SinkHit], routed: SinkHit | None) -> tuple[tuple[SinkHit, ...], ...]:
+    """A layer that routes and then runs the experts: what this way launches past the kernel
+    that routed (the experts' kernels, as an experts trace of a router's result gives them:
+    one way). () where nothing routed."""
+    if routed is None:
+        return ()
+    past = sinks[sinks.index(routed) + 1 :]
+    return (tuple(dict.fromkeys(h for h in past if not h.routes)),)
 
 
 def _sink(st: PathState, result: Value | None) -> SinkHit | None:
