@@ -209,7 +209,7 @@ def traced_past(blockers: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def way_text(way: dict[str, Any], code: Callable[[str], str] = str) -> str:
-    """A way out's flags, and the given flags they replace: `--set ep_size=4 (in place of --ep
+    """A way out's flags, and the given flags they replace: `--ep 4 (in place of --ep
     8)`; `code` marks each runnable part (markdown's code spans)."""
     text = code(" ".join(way.get("flags", ())))
     replaces = way.get("replaces") or ()

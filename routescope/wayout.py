@@ -246,11 +246,23 @@ def flag_text(name: str, value: str, quant_field: str) -> str:
 
 
 def in_place_of_ep(way: dict[str, Any], how: Any, dep: Deployment) -> dict[str, Any]:
-    """A way out that sets the argument --ep set (the rules' `expert_parallel`) stands in its
-    place (a --set of it beside --ep exits 2): `replaces` names the flag to drop."""
+    """A way out that sets the argument --ep sets (the rules' `expert_parallel`) says so with
+    --ep where --ep takes it as is (a size argument: `--set ep_size=4` is `--ep 4`); a switch
+    stays a --set. Given --ep, the way stands in its place (a --set of the argument beside --ep
+    exits 2): `replaces` names the flag to drop."""
     target = ep_argument(how)
-    sets = any(f.startswith(f"--set {target}=") for f in way.get("flags", ()))
-    if dep.ep is not None and target is not None and sets:
+    if target is None:
+        return way
+    prefix = f"--set {target}="
+    if isinstance(how, str):  # --ep N sets the size argument to N: the way out says --ep N
+        way["flags"] = [
+            f"--ep {f.removeprefix(prefix)}"
+            if f.startswith(prefix) and f.removeprefix(prefix).isdigit() and int(f[len(prefix) :])
+            else f
+            for f in way.get("flags", ())
+        ]
+    sets = any(f.startswith(prefix) or f.startswith("--ep ") for f in way.get("flags", ()))
+    if dep.ep is not None and sets:
         way["replaces"] = [f"--ep {dep.ep}"]
     return way
 

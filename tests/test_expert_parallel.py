@@ -96,20 +96,26 @@ def test_a_size_not_known_here_takes_ep_as_given() -> None:
 
 
 def test_a_way_out_that_sets_the_ep_argument_says_it_replaces_ep() -> None:
-    # the flags stay runnable; `replaces` names the given flag to drop, and every format says
-    # it after them: `--set ep_size=4 (in place of --ep 8)`
+    # a size argument --ep sets is said with --ep (`--ep 4`, not `--set ep_size=4`); the flags
+    # stay runnable; `replaces` names the given flag to drop, and every format says it after
+    # them: `--ep 4 (in place of --ep 8)`; a switch stays a --set
     from routescope.report import way_text
     from routescope.wayout import in_place_of_ep
 
     dep = Deployment(gpu=resolve_gpu("sm120"), tp=4, ep=8)
     flags = ["--set ep_size=4", "--quant fp8"]
     got = in_place_of_ep({"flags": list(flags)}, "ep_size", dep)
-    assert got == {"flags": flags, "replaces": ["--ep 8"]}
-    assert way_text(got) == "--set ep_size=4 --quant fp8 (in place of --ep 8)"
-    assert (
-        way_text(got, lambda t: f"`{t}`") == "`--set ep_size=4 --quant fp8` (in place of `--ep 8`)"
-    )
-    assert in_place_of_ep({"flags": ["--set on=true"]}, SWITCH, dep)["replaces"] == ["--ep 8"]
+    assert got == {"flags": ["--ep 4", "--quant fp8"], "replaces": ["--ep 8"]}
+    assert way_text(got) == "--ep 4 --quant fp8 (in place of --ep 8)"
+    assert way_text(got, lambda t: f"`{t}`") == "`--ep 4 --quant fp8` (in place of `--ep 8`)"
+    switched = in_place_of_ep({"flags": ["--set on=true"]}, SWITCH, dep)
+    assert switched == {"flags": ["--set on=true"], "replaces": ["--ep 8"]}
     assert "replaces" not in in_place_of_ep({"flags": ["--set ep_size_max=2"]}, "ep_size", dep)
+    # not a size --ep takes (--ep is at least 1): said as the --set it is
+    assert in_place_of_ep({"flags": ["--set ep_size=0"]}, "ep_size", dep)["flags"] == [
+        "--set ep_size=0"
+    ]
     plain = Deployment(gpu=resolve_gpu("sm120"), tp=4)
-    assert "replaces" not in in_place_of_ep({"flags": list(flags)}, "ep_size", plain)
+    assert in_place_of_ep({"flags": list(flags)}, "ep_size", plain) == {
+        "flags": ["--ep 4", "--quant fp8"]
+    }

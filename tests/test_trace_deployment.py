@@ -567,4 +567,4 @@ def test_an_ep_wider_than_tp_stops_where_sglang_checks_its_topology(
     assert "at srt/runtime_context.py:347" in first
     assert out.count("BLOCKED: ") == 1 and "past it, 1 more step(s) raise" in out
     # sharding as wide as TP passes the check; it replaces --ep (both given: exit 2)
-    assert "way out: --set ep_size=4 (in place of --ep 8) → " in out
+    assert "way out: --ep 4 (in place of --ep 8) → " in out
