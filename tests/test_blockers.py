@@ -725,6 +725,57 @@ class Method:
                     "use_marlin_fallback": ("--set",)}  # fmt: skip
 
 
+def test_a_raise_inside_a_condition_on_the_deployment_s_sizes_stops_a_staged_step(
+    tmp_path: Path,
+) -> None:
+    """vLLM 0.34.0 flashinfer_fp4_moe.py:546-558: the NVFP4 scales are padded to 128 rows, and
+    `if pad_size > 0: if is_act_and_mul: raise NotImplementedError(...)`. The nearest test read
+    only a constant of the source (the model's gated activation); the one the raise sits inside
+    read the expert width at this TP (config.json): on every run of this deployment it raises
+    (Gemma-4-26B-A4B NVFP4 at TP8: 176 rows, padded to 256). The stop names that test. Where
+    the width needs no padding it does not stop, and where the test around it read a bare
+    default (what the model would set up) it stays a note."""
+    from routescope.analysis.engine.core import Engine
+    from routescope.analysis.engine.facts import Facts
+    from routescope.analysis.engine.state import PathState
+    from routescope.analysis.phases.runphase import run_phase
+    from routescope.analysis.phases.stops import explicit_stops
+    from routescope.analysis.phases.trace import resolve_entry
+    from tests.engine.test_engine_synthetic import make_tree
+
+    src = """
+IS_ACT_AND_MUL = True
+
+def round_up(x, y):
+    return (x + y - 1) // y * y
+
+class Method:
+    def __init__(self, rows):
+        is_act_and_mul = IS_ACT_AND_MUL
+        pad_size = round_up(rows, 128) - rows
+        if pad_size > 0:
+            if is_act_and_mul:
+                raise NotImplementedError("Intermediate size padding for w1 and w3")
+"""
+    engine = Engine(make_tree(tmp_path, {"quant.py": src}), Facts())
+    method = resolve_entry(engine, "fw.quant:Method")
+    width = ("config.json: text_config.moe_intermediate_size",)
+    for what, rows, stops in (
+        ("building Method", Const(176, width), True),  # 2 x 704 / 8
+        ("building Method (EP)", Const(1408, width), False),  # 2 x 704: whole 128-row blocks
+        ("building Method (a bare value)", Const(176), False),
+    ):
+        run_phase(engine, 10_000, what,
+                  lambda r=rows: engine.call(PathState(envs=[{}]), method, [r], {}, None),
+                  record_inputs=True, as_served=False, raise_stops=True)  # fmt: skip
+        assert any(w == what for w, _ in engine.stops) is stops, what
+    (stop,) = explicit_stops(engine)
+    assert (stop.exception, stop.line) == ("NotImplementedError", 13)
+    assert stop.guard is not None and stop.guard.text == "pad_size > 0"
+    staged = [n.partition(" on its own")[0] for n in engine.staged]
+    assert staged == ["building Method (a bare value)"]
+
+
 def test_an_assert_on_the_deployment_s_own_sizes_stops_a_staged_step(tmp_path: Path) -> None:
     """vLLM 0.10.2 modelopt.py:1353 (process_weights_after_loading, CUTLASS NVFP4): `assert
     layer.w2_weight_scale.shape[2] % 16 == 0` fails for Qwen3-30B-A3B-NVFP4 at TP8 (768 / 8 /

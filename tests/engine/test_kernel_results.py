@@ -174,3 +174,40 @@ def test_a_compiled_op_is_named_with_its_overload() -> None:
     assert short_kernel("torch.ops._moe_C.grouped_topk") == "grouped_topk"
     assert short_kernel("flashinfer.fused_moe.cutlass_fused_moe") == "cutlass_fused_moe"
     assert short_kernel("sglang.kernels.ops.moe:_router_triton_kernel") == "_router_triton_kernel"
+
+
+def test_a_registering_decorator_under_an_undecided_module_level_if_registers_on_its_way(
+    tmp_path: Path,
+) -> None:
+    """A module-level `if` the facts do not decide runs both ways, and a decorated function or
+    class inside it is registered on the way that defines it, as Python does on the runs where
+    the condition holds (vLLM guards its fake registrations so, `_custom_ops.py:2431`): the
+    registry may hold it. Before, only a definition outside any `if` registered: the registry
+    never held it, and the way where it does was lost."""
+    body = """
+REGISTRY = {}
+
+def register(name):
+    def deco(obj):
+        REGISTRY[name] = obj
+        return obj
+    return deco
+
+if hasattr(torch.ops, "_k"):
+
+    @register("fast")
+    def fast(x):
+        return topk_fast(x)
+
+    @register("cls")
+    class Fast:
+        pass
+
+def route(x, h):
+    if "fast" in REGISTRY and "cls" in REGISTRY:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["return cuda_kernel", "return torch"]
+    decided = body.replace('if hasattr(torch.ops, "_k"):', "if True:")
+    assert _kinds(tmp_path / "decided", decided) == ["return cuda_kernel"]

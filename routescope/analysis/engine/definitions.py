@@ -224,7 +224,7 @@ class DefinitionsMixin(EngineBase):
             self._class_body(cls, body_st, node)
         finally:
             self.ctx.pop()
-        if node.decorator_list and prefix == "" and st.env is mod.globals:
+        if node.decorator_list and prefix == "" and len(st.envs) == 1:  # module level
             self._register(st, cls, node.decorator_list)
         return cls
 

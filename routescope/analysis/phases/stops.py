@@ -40,7 +40,9 @@ class Stop:
     function: str
     exception: str  # the exception and its message as the source writes them (or Python)
     message: str
-    guard: Decision | None  # the decided condition nearest before it in the same function
+    # the decided condition nearest before it in the same function (or the one around it that
+    # read the deployment's values, where the nearest read only the source's: _deciding)
+    guard: Decision | None
     implicit: bool = False  # raised by Python from an operation, not by a `raise` statement
     statement: str = ""  # the source text of the statement that raised (first line)
     # the decided conditions on the way to it, nearest first: what a way past it may change
@@ -62,7 +64,7 @@ def explicit_stops(engine: Engine) -> tuple[Stop, ...]:
         if said is None or (said[0] == "AssertionError" and not raised_by_statement(engine, st)):
             continue  # (an assert stops only on the deployment's own values)
         decided = tuple(d for d in reversed(st.decisions) if d.value is not None)
-        out[file, line] = Stop(what, file, line, function, said[0], said[1], _guard(engine, st),
+        out[file, line] = Stop(what, file, line, function, said[0], said[1], _deciding(engine, st),
                                implicit=isinstance(st.raising, PythonRaise),
                                statement=_statement_text(engine, function.partition(":")[0],
                                                          line),
@@ -96,6 +98,24 @@ def _guard(engine: Engine, st: PathState) -> Decision | None:
     return next((d for d in reversed(st.decisions)
                  if d.function == at[2] and d.line < at[1] and d.value is not None),
                 None)  # fmt: skip
+
+
+def _deciding(engine: Engine, st: PathState) -> Decision | None:
+    """The guard a report names for a stop: the nearest (`_guard`), unless it read only the
+    source's own values and a condition the raise sits inside read the deployment's (`if
+    pad_size > 0:` around `if is_act_and_mul:`): the innermost such."""
+    guard = _guard(engine, st)
+    at = st.raised_at
+    if guard is None or at is None or _assert_at(engine, at[2].partition(":")[0], at[1]):
+        return guard
+
+    def deployed(d: Decision) -> bool:
+        return any(not in_source(o) for i in _evaluated(d, _leaves(d.inputs)) for o in i.origins)
+
+    if deployed(guard):
+        return guard
+    return next((d for d in reversed(_enclosing(engine, st)) if d is not guard and deployed(d)),
+                guard)  # fmt: skip
 
 
 def _assert_at(engine: Engine, module: str, line: int) -> ast.Assert | None:
@@ -140,7 +160,36 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
         return False  # an assert: every value its condition read is known
     if not all(i.origins for i in read):
         return False
-    return any(not in_source(o) for i in read for o in i.origins)
+    if any(not in_source(o) for i in read for o in i.origins):
+        return True
+    if is_assert:
+        return False
+    # the nearest guard read only the source's own values (`if is_act_and_mul:`, a constant
+    # of the model's activation): the conditions the raise sits inside decide it, where each
+    # read a known value and one the deployment's facts (`if pad_size > 0:`, the expert width
+    # at this TP; vLLM 0.34.0 flashinfer_fp4_moe.py:551-558)
+    around = [_evaluated(d, _leaves(d.inputs)) for d in _enclosing(engine, st) if d is not guard]
+    read_around = [i for r in around for i in r]
+    known = all(i.origins or i.data[0] in ("constant", "enum") for i in read_around)
+    return known and any(not in_source(o) for i in read_around for o in i.origins)
+
+
+def _enclosing(engine: Engine, st: PathState) -> list[Decision]:
+    """The decided conditions of the `if`s and `while`s of the raising function whose bodies
+    hold the raise: the last decision made at each such statement's line."""
+    at = st.raised_at
+    if at is None:
+        return []
+    info = engine.index.module(at[2].partition(":")[0])
+    if info is None or info.tree is None:
+        return []
+    lines = {n.lineno for n in ast.walk(info.tree) if isinstance(n, (ast.If, ast.While))
+             and n.lineno < at[1] <= (n.end_lineno or n.lineno)}  # fmt: skip
+    last: dict[int, Decision] = {}
+    for d in st.decisions:
+        if d.function == at[2] and d.line in lines and d.value is not None:
+            last[d.line] = d
+    return list(last.values())
 
 
 def _evaluated(guard: Decision, read: tuple[Input, ...]) -> tuple[Input, ...]:
