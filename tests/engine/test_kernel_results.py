@@ -211,3 +211,30 @@ def route(x, h):
     assert _kinds(tmp_path, body) == ["return cuda_kernel", "return torch"]
     decided = body.replace('if hasattr(torch.ops, "_k"):', "if True:")
     assert _kinds(tmp_path / "decided", decided) == ["return cuda_kernel"]
+
+
+def test_a_fake_is_the_overload_s_it_was_registered_for(tmp_path: Path) -> None:
+    """torch keeps a fake per overload: `ns::op.out` (an out= variant, other arguments) is not
+    the default overload's, which `ns::op` and `ns::op.default` name alike."""
+    out_only = FAKE.replace('register_fake("_k::route")', 'register_fake("_k::route.out")')
+    assert set(_kinds(tmp_path / "out", out_only)) == {"raise cuda_kernel", "return cuda_kernel"}
+    default = FAKE.replace('register_fake("_k::route")', 'register_fake("_k::route.default")')
+    assert _kinds(tmp_path / "default", default) == ["return cuda_kernel"]
+    called = FAKE.replace("torch.ops._k.route(x, 2)", "torch.ops._k.route.default(x, 2)")
+    assert _kinds(tmp_path / "called", called) == ["return cuda_kernel"]
+
+
+def test_a_fresh_tensor_keeps_the_dtype_it_is_not_given_and_a_reshape_its_own(
+    tmp_path: Path,
+) -> None:
+    """`h.new_empty(size, dtype=None)` is in h's dtype, as torch makes it; a reshape keeps the
+    dtype whatever its sizes are."""
+    body = """
+def route(x, h):
+    a = h.new_empty((h.shape[0], 4), dtype=None)
+    b = h.reshape(*topk_fast(x).shape)
+    if a.dtype == torch.bfloat16 and b.dtype == torch.bfloat16 and a.shape[1] == 4:
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["return cuda_kernel"]

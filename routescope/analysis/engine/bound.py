@@ -90,11 +90,20 @@ class FakeRegistration(BoundOperation):
 
 
 def op_attribute(op: str) -> str | None:
-    """ "ns::op" or "ns::op.overload" -> "torch.ops.ns.op" (how code calls it); None else."""
+    """ "ns::op" -> "torch.ops.ns.op", as code calls it; an overload keeps its name
+    ("ns::op.out" -> "torch.ops.ns.op.out"), but the default one is the op's own
+    ("ns::op.default" -> "torch.ops.ns.op": see op_called). None when it names no op."""
     ns, sep, name = op.partition("::")
     if not sep or not ns or not name:
         return None
-    return f"torch.ops.{ns}.{name.split('.')[0]}"
+    base, _, overload = name.partition(".")
+    return f"torch.ops.{ns}.{base}" + (f".{overload}" if overload not in ("", "default") else "")
+
+
+def op_called(name: str) -> str:
+    """The op a call of `torch.ops.ns.op[.overload]` runs, keyed as op_attribute keys it."""
+    parts = name.split(".")
+    return ".".join(parts[:4]) if len(parts) == 5 and parts[4] == "default" else name
 
 
 class ContextVarMethod(BoundOperation):

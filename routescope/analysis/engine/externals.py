@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from routescope.analysis.engine.base import EngineBase, Paths
+from routescope.analysis.engine.bound import op_called
 from routescope.analysis.engine.containers import TupleVal, new_tuple
 from routescope.analysis.engine.contents import snapshot
 from routescope.analysis.engine.state import PathState
@@ -59,8 +60,9 @@ class ExternalsMixin(EngineBase):
         each tensor it gives is the kernel's result (its producer, its role) with that shape,
         dtype and contiguity; a tuple of them likewise. The op's result as the kernel gave it
         where the op has no fake, or the fake does not give one value on one way."""
-        parts = name.split(".")
-        fake = self.facts.fakes.get(".".join(parts[:4])) if name.startswith("torch.ops.") else None
+        # (the registration holds on every way: torch keeps one fake per op, registered
+        # where the op exists, so on a way where it is not the op is not called either)
+        fake = self.facts.fakes.get(op_called(name)) if name.startswith("torch.ops.") else None
         if fake is None:
             return made
         ways = self.call(st.fork(), fake, args, kwargs, node)

@@ -237,29 +237,6 @@ def bounded_binop(op: ast.operator, a: Value, b: Value) -> AtLeast | None:
     return None
 
 
-def bounded_reduce(name: str, values: list[Value]) -> AtLeast | None:
-    """A lower bound of `sum`, `math.prod`, `max` or `min` of integers each known from below
-    (an int or an AtLeast, one at least an AtLeast): the same function of their bounds, which
-    each grows with its operands (`prod` only where every bound is at least 0). `max((M * K,),
-    ...)` of a batch of at least one token is at least K. None where no bound follows."""
-    lows = [low_of(v) for v in values]
-    if not values or None in lows or not any(isinstance(v, AtLeast) for v in values):
-        return None
-    known = [low for low in lows if low is not None]
-    if name == "sum":
-        return bounded(sum(known), values)
-    if name == "max":
-        return bounded(max(known), values)
-    if name == "min":
-        return bounded(min(known), values)
-    if name == "math.prod" and min(known) >= 0:
-        product = 1
-        for low in known:
-            product *= low
-        return bounded(product, values)
-    return None
-
-
 class SomeBool(Unknown):
     """A bool the facts do not decide (what isinstance() answers of a value whose class is not
     known, `not x` of an unknown): Python's `&` and `|` on bools are then decided by a known

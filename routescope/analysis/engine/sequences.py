@@ -24,7 +24,6 @@ from routescope.analysis.engine.contents import (
     length,
     seq_items,
 )
-from routescope.analysis.engine.intervals import bounded_reduce
 from routescope.analysis.engine.openkeys import OpenKeys, rest_of_dicts
 from routescope.analysis.engine.state import PathState
 from routescope.analysis.engine.values import (
@@ -129,7 +128,6 @@ SEQUENCE_BUILTINS = frozenset(
         "min",
         "max",
         "sum",
-        "math.prod",
         "dict",
     }
 )
@@ -163,8 +161,6 @@ def over_containers(
         return SetVal(Entries({k: (kv, kv) for k, (kv, _) in e.items.items()}, e.rest))
     if name not in ("list", "set") and all(isinstance(a, Const) for a in args):
         return None  # the pure builtin computes it
-    if name in ("max", "min") and len(args) > 1 and not kwargs:
-        return bounded_reduce(name, args)  # max(a, b) of integers known from below
     if name == "set" and len(args) == 1 and isinstance(args[0], Const) and not kwargs:
         return _set_of_constant(args[0])
     seqs = [iteration(a, st) for a in args]
@@ -188,8 +184,6 @@ def over_containers(
         return got
     if kwargs:
         return None
-    if name in ("sum", "math.prod", "max", "min") and len(items) == 1:
-        return bounded_reduce(name, items[0])  # of integers known from below: a bound
     first = items[0]
     if name == "frozenset" and len(items) == 1:
         return new_set(first)  # of objects (enum members): a set nothing changes

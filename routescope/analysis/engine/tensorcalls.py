@@ -186,8 +186,8 @@ def tensor_method(
     dtype = METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in SAME_DTYPE else None)
     new_shape = shape if same else None
     if fn.name in ("reshape", "view") and not kwargs:  # a contiguous tensor's view is one too
-        new_shape = reshaped(fn.tensor, args)
-        dtype = fn.tensor.dtype if new_shape is not None else None
+        new_shape = reshaped(fn.tensor, args)  # (None: view(dtype), or sizes not read)
+        dtype = fn.tensor.dtype if new_shape is not None or fn.name == "reshape" else None
     flat = fn.name == "contiguous" or (
         fn.tensor.contiguous and (fn.name in SAME_SHAPE or fn.name in ("reshape", "view"))
     )
@@ -213,22 +213,27 @@ def new_tensor(
     in the dtype given, else t's."""
     first = args[0] if args else kwargs.get("size")
     sizes: list[Value] | None = None
-    if isinstance(first, TupleVal):
+    if isinstance(first, TupleVal) and all(_a_size(a) for a in first.items):
         sizes = list(first.items)
     elif isinstance(first, Const) and isinstance(first.value, (tuple, list)):
         sizes = [Const(v, first.origins) for v in first.value]
-    elif (
-        name != "new_full"
-        and args
-        and all(
-            isinstance(a, AtLeast) or (isinstance(a, Const) and type(a.value) is int) for a in args
-        )
-    ):
+    elif name != "new_full" and args and all(_a_size(a) for a in args):
         sizes = list(args)
     dtype = kwargs.get("dtype")
-    dname = torch_dtype_name(dtype) if dtype is not None else t.dtype
+    if dtype is None or (isinstance(dtype, Const) and dtype.value is None):
+        return Tensor(tuple(sizes) if sizes is not None else None, t.dtype, made_at=made,
+                      contiguous=True)  # fmt: skip
+    dname = torch_dtype_name(dtype)
     return Tensor(tuple(sizes) if sizes is not None else None, dname, made_at=made,
                   contiguous=True)  # fmt: skip
+
+
+def _a_size(v: Value) -> bool:
+    """What may be one size: an int, an integer known from below, a number not known (not a
+    dtype, a tensor, nor a sequence of sizes)."""
+    if isinstance(v, Const):
+        return type(v.value) is int
+    return isinstance(v, AtLeast) or (type(v) is Unknown and v.exc is None)
 
 
 def broadcast(a: Value, b: Value) -> tuple[Value, ...] | None:

@@ -102,7 +102,8 @@ def _accumulate(
     items = iteration(args[0], st)
     if items is None or len(items) > SEQ_LIMIT:
         return None
-    fn = eng.resolved(args[1]) if len(args) == 2 else kwargs.get("func")
+    given = args[1] if len(args) == 2 else kwargs.get("func")
+    fn = eng.resolved(given) if given is not None else None
     if isinstance(fn, Const) and fn.value is None:
         fn = None
     if fn is not None and not isinstance(fn, (FunctionVal, ClassVal, Partial, External)):

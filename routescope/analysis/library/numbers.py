@@ -34,8 +34,12 @@ def _bounds(
     """max() or min() of numbers some of which are not known: the lower bound the known ones
     give (`max(1, n)` is at least 1; `min(n, 64)` with n at least 1 is at least 1), so a
     division by it is known not to divide by zero (a chunk size, `max(1, min(M, C))`). None
-    when no bound follows, or when every argument is known (the pure builtin computes that)."""
-    if len(args) < 2 or kwargs or all(isinstance(a, Const) for a in args):
+    when no bound follows, or when every argument is known (the pure builtin computes that).
+    One argument: its items (`max([m, 1])`), where they are known."""
+    if len(args) == 1 and not kwargs:
+        items = iteration(args[0], st)
+        args = list(items) if items else []
+    if not args or kwargs or all(isinstance(a, Const) for a in args):
         return None
     lows = [low_of(a) for a in args]  # None: a number not known (no bound of its own)
     if any(x is None and not (type(a) is Unknown and a.kind is not UnknownKind.RAISED)

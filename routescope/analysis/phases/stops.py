@@ -114,8 +114,10 @@ def _deciding(engine: Engine, st: PathState) -> Decision | None:
 
     if deployed(guard):
         return guard
-    return next((d for d in reversed(_enclosing(engine, st)) if d is not guard and deployed(d)),
-                guard)  # fmt: skip
+    if not raised_by_statement(engine, st):
+        return guard
+    return next((d for d in reversed(_enclosing(engine, st) or ()) if d is not guard
+                 and deployed(d)), guard)  # fmt: skip
 
 
 def _assert_at(engine: Engine, module: str, line: int) -> ast.Assert | None:
@@ -168,27 +170,36 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
     # of the model's activation): the conditions the raise sits inside decide it, where each
     # read a known value and one the deployment's facts (`if pad_size > 0:`, the expert width
     # at this TP; vLLM 0.34.0 flashinfer_fp4_moe.py:551-558)
-    around = [_evaluated(d, _leaves(d.inputs)) for d in _enclosing(engine, st) if d is not guard]
+    enclosing = _enclosing(engine, st)
+    if not enclosing:
+        return False
+    around = [_evaluated(d, _leaves(d.inputs)) for d in enclosing if d is not guard]
     read_around = [i for r in around for i in r]
-    known = all(i.origins or i.data[0] in ("constant", "enum") for i in read_around)
+    # each a value with a provenance, or an enum member (a backend the code chose: members
+    # carry none of their own)
+    known = all(i.origins or i.data[0] == "enum" for i in read_around)
     return known and any(not in_source(o) for i in read_around for o in i.origins)
 
 
-def _enclosing(engine: Engine, st: PathState) -> list[Decision]:
-    """The decided conditions of the `if`s and `while`s of the raising function whose bodies
-    hold the raise: the last decision made at each such statement's line."""
+def _enclosing(engine: Engine, st: PathState) -> list[Decision] | None:
+    """The conditions of the `if`s and `while`s of the raising function the raise sits inside
+    (in the body or an `else`: the decision says which), each as last decided at its test's
+    line; None where one of them was last left undecided (a fork: what led to the raise is not
+    one known value)."""
     at = st.raised_at
     if at is None:
         return []
     info = engine.index.module(at[2].partition(":")[0])
     if info is None or info.tree is None:
         return []
-    lines = {n.lineno for n in ast.walk(info.tree) if isinstance(n, (ast.If, ast.While))
+    lines = {n.test.lineno for n in ast.walk(info.tree) if isinstance(n, (ast.If, ast.While))
              and n.lineno < at[1] <= (n.end_lineno or n.lineno)}  # fmt: skip
     last: dict[int, Decision] = {}
     for d in st.decisions:
-        if d.function == at[2] and d.line in lines and d.value is not None:
+        if d.function == at[2] and d.line in lines:
             last[d.line] = d
+    if any(d.value is None for d in last.values()):
+        return None
     return list(last.values())
 
 
