@@ -238,3 +238,28 @@ def route(x, h):
     return torch.topk(x, 2)
 """
     assert _kinds(tmp_path, body) == ["return cuda_kernel"]
+
+
+def test_split_chunk_and_cat_give_the_shapes_torch_gives(tmp_path: Path) -> None:
+    """vLLM 0.25.1 flashinfer_fp4_moe.py:32-46 reorders the gate and up halves of the experts'
+    weights and scales (`split(half, dim)`, then `torch.cat([s3, s1], dim)`), before padding the
+    scales to 128 rows (:359-370): their shape decides whether the padding, which the CUTLASS
+    backend refuses for a gated MoE, is needed. Pieces of known sizes (the last the rest;
+    chunk's ceil(n / chunks)), and a concatenation's sizes along its dim added."""
+    body = """
+def route(x, h):
+    w = torch.empty(10, 8, 16)
+    a, b = w.split(4, dim=1)
+    parts = torch.empty(10, 16).split(4)
+    c = torch.cat([b, a], dim=1)
+    first, second = torch.empty(5, 3).chunk(2)
+    s1, s3 = w.split([3, 5], dim=-2)
+    if (a.shape[1] == 4 and b.shape[1] == 4 and len(parts) == 3 and parts[2].shape[0] == 2
+            and c.shape[1] == 8 and c.shape[2] == 16 and c.is_contiguous()
+            and first.shape[0] == 3 and second.shape[0] == 2 and s3.shape[1] == 5):
+        return topk_fast(x)
+    return torch.topk(x, 2)
+"""
+    assert _kinds(tmp_path, body) == ["return cuda_kernel"]
+    unknown = body.replace("torch.empty(10, 8, 16)", "torch.empty(10, h.shape[0], 16)")
+    assert set(_kinds(tmp_path / "unknown", unknown)) == {"return cuda_kernel", "return torch"}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from routescope.analysis.engine.containers import TupleVal, new_tuple
-from routescope.analysis.engine.contents import FIELD
+from routescope.analysis.engine.contents import FIELD, seq_items
 from routescope.analysis.engine.intervals import bounded, low_of
 from routescope.analysis.engine.nones import opaque_not_none
 from routescope.analysis.engine.sinks import producer_of, role_of
@@ -23,8 +23,11 @@ from routescope.analysis.engine.tensors import (
     SAME_DTYPE,
     SAME_SHAPE,
     TensorMethod,
+    axis_of,
     known_result,
+    pieces,
     reshaped,
+    split_sizes,
     torch_dtype_name,
 )
 from routescope.analysis.engine.values import (
@@ -182,6 +185,14 @@ def tensor_method(
     pair = torch_pair(fn.name, fn.tensor, args, kwargs, st.claims, made)
     if pair is not None:
         return pair
+    if fn.name in ("split", "chunk"):  # views of the pieces, where their sizes are known
+        items = seq_items(st, args[0]) if args and not isinstance(args[0], Const) else None
+        if items is not None and all(isinstance(i, Const) for i in items):  # split([3, 5])
+            args = [Const(tuple(i.value for i in items if isinstance(i, Const))), *args[1:]]
+        sizes = split_sizes(fn.tensor, fn.name, args, kwargs)
+        d = axis_of(fn.tensor, args[1] if len(args) > 1 else kwargs.get("dim"))
+        if sizes is not None and d is not None:
+            return new_tuple(list(pieces(fn.tensor, sizes, d)))
     same = fn.name in SAME_SHAPE  # elementwise and dtype changes keep the shape
     dtype = METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in SAME_DTYPE else None)
     new_shape = shape if same else None

@@ -214,6 +214,76 @@ def _inferred(
     return AtLeast(product, "a size reshape infers, a product of sizes")
 
 
+def _int(v: Value | None) -> int | None:
+    return v.value if isinstance(v, Const) and type(v.value) is int else None
+
+
+def axis_of(t: Tensor, dim: Value | None) -> int | None:
+    """A dimension of t by index (negative from the end); None when not known or out of it."""
+    d = 0 if dim is None else _int(dim)
+    if t.shape is None or d is None or not -len(t.shape) <= d < len(t.shape):
+        return None
+    return d % len(t.shape)
+
+
+def split_sizes(
+    t: Tensor, name: str, args: list[Value], kwargs: dict[str, Value]
+) -> list[int] | None:
+    """The sizes along the dimension `t.split(size_or_sizes, dim)` or `t.chunk(chunks, dim)`
+    cuts t into, where t's size there and the arguments are known numbers (torch: pieces of
+    `size`, the last the rest; `chunks` pieces of ceil(n / chunks), as many as that takes);
+    None else."""
+    how = args[0] if args else kwargs.get("split_size_or_sections", kwargs.get("chunks"))
+    d = axis_of(t, args[1] if len(args) > 1 else kwargs.get("dim"))
+    n = _int(t.shape[d]) if d is not None and t.shape is not None else None
+    if how is None or n is None or n < 0:
+        return None
+    if name == "split" and isinstance(how, Const) and isinstance(how.value, (tuple, list)):
+        sizes = list(how.value)
+        ok = all(type(x) is int and x >= 0 for x in sizes) and sum(sizes) == n
+        return sizes if ok else None
+    step = _int(how)
+    if step is None or step <= 0:
+        return None
+    if name == "chunk":
+        step = -(-n // step)
+        if step == 0:
+            return [0]
+    return [min(step, n - i) for i in range(0, n, step)] or [0]
+
+
+def pieces(t: Tensor, sizes: list[int], d: int) -> list[Tensor]:
+    """t cut along dimension d into pieces of those sizes: views, contiguous where the cut is
+    along the first dimension of a contiguous tensor."""
+    shape = t.shape or ()
+    out = []
+    for size in sizes:
+        dims = (*shape[:d], Const(size), *shape[d + 1 :])
+        out.append(Tensor(dims, t.dtype, t.producer, t.made_at, t.contiguous and d == 0, t.role))
+    return out
+
+
+def concatenated(tensors: list[Value], dim: Value | None) -> tuple[Value, ...] | None:
+    """The shape `torch.cat(tensors, dim)` gives: theirs, with the sizes along dim added, where
+    every one is a tensor of known rank, the sizes along dim known numbers and every other
+    size the same (torch raises else); None else."""
+    if not tensors or not all(isinstance(t, Tensor) and t.shape is not None for t in tensors):
+        return None
+    shapes = [t.shape for t in tensors if isinstance(t, Tensor) and t.shape is not None]
+    rank = len(shapes[0])
+    d = _int(dim) if dim is not None else 0
+    if d is None or not all(len(s) == rank for s in shapes) or not -rank <= d < rank:
+        return None
+    d %= rank
+    along = [_int(s[d]) for s in shapes]
+    if any(x is None for x in along):
+        return None
+    for i in range(rank):
+        if i != d and not all(_same(s[i], shapes[0][i]) for s in shapes):
+            return None
+    return (*shapes[0][:d], Const(sum(x for x in along if x is not None)), *shapes[0][d + 1 :])
+
+
 def torch_dtype_name(v: Value) -> str | None:
     return v.name if isinstance(v, External) and v.name.startswith("torch.") else None
 

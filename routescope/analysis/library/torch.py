@@ -24,6 +24,7 @@ from routescope.analysis.engine.tensors import (
     NON_TENSOR_TORCH,
     PARAMETER,
     SAME_DTYPE,
+    concatenated,
     made_tensor,
 )
 from routescope.analysis.engine.values import (
@@ -309,8 +310,12 @@ def _tensor_op(
         pair = torch_pair(op, args[0], args[1:], kwargs, st.claims, eng.made_at(node))
         if pair is not None:
             return one(st, pair)
+    shape = _elementwise_shape(op, args)
+    if op in ("cat", "concat", "concatenate") and args:  # the sizes along dim added
+        shape = concatenated(seq_items(st, args[0]) or [],
+                             args[1] if len(args) > 1 else kwargs.get("dim"))  # fmt: skip
     made = Tensor(
-        _elementwise_shape(op, args),
+        shape,
         producer=producer_of(inputs, st.claims),
         made_at=eng.made_at(node),
         role=role_of(inputs),
