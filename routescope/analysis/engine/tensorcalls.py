@@ -23,7 +23,6 @@ from routescope.analysis.engine.tensors import (
     SAME_DTYPE,
     SAME_SHAPE,
     TensorMethod,
-    axis_of,
     known_result,
     pieces,
     reshaped,
@@ -189,10 +188,9 @@ def tensor_method(
         items = seq_items(st, args[0]) if args and not isinstance(args[0], Const) else None
         if items is not None and all(isinstance(i, Const) for i in items):  # split([3, 5])
             args = [Const(tuple(i.value for i in items if isinstance(i, Const))), *args[1:]]
-        sizes = split_sizes(fn.tensor, fn.name, args, kwargs)
-        d = axis_of(fn.tensor, args[1] if len(args) > 1 else kwargs.get("dim"))
-        if sizes is not None and d is not None:
-            return new_tuple(list(pieces(fn.tensor, sizes, d)))
+        cut = split_sizes(fn.tensor, fn.name, args, kwargs)
+        if cut is not None:
+            return new_tuple(list(pieces(fn.tensor, *cut)))
     same = fn.name in SAME_SHAPE  # elementwise and dtype changes keep the shape
     dtype = METHOD_DTYPES.get(fn.name, fn.tensor.dtype if fn.name in SAME_DTYPE else None)
     new_shape = shape if same else None
@@ -231,10 +229,8 @@ def new_tensor(
     elif name != "new_full" and args and all(_a_size(a) for a in args):
         sizes = list(args)
     dtype = kwargs.get("dtype")
-    if dtype is None or (isinstance(dtype, Const) and dtype.value is None):
-        return Tensor(tuple(sizes) if sizes is not None else None, t.dtype, made_at=made,
-                      contiguous=True)  # fmt: skip
-    dname = torch_dtype_name(dtype)
+    unsaid = dtype is None or (isinstance(dtype, Const) and dtype.value is None)
+    dname = t.dtype if dtype is None or unsaid else torch_dtype_name(dtype)
     return Tensor(tuple(sizes) if sizes is not None else None, dname, made_at=made,
                   contiguous=True)  # fmt: skip
 

@@ -228,28 +228,28 @@ def axis_of(t: Tensor, dim: Value | None) -> int | None:
 
 def split_sizes(
     t: Tensor, name: str, args: list[Value], kwargs: dict[str, Value]
-) -> list[int] | None:
+) -> tuple[list[int], int] | None:
     """The sizes along the dimension `t.split(size_or_sizes, dim)` or `t.chunk(chunks, dim)`
     cuts t into, where t's size there and the arguments are known numbers (torch: pieces of
-    `size`, the last the rest; `chunks` pieces of ceil(n / chunks), as many as that takes);
-    None else."""
+    `size`, the last the rest; `chunks` pieces of ceil(n / chunks), as many as that takes),
+    with that dimension; None else."""
     how = args[0] if args else kwargs.get("split_size_or_sections", kwargs.get("chunks"))
     d = axis_of(t, args[1] if len(args) > 1 else kwargs.get("dim"))
     n = _int(t.shape[d]) if d is not None and t.shape is not None else None
-    if how is None or n is None or n < 0:
+    if how is None or d is None or n is None or n < 0:
         return None
     if name == "split" and isinstance(how, Const) and isinstance(how.value, (tuple, list)):
         sizes = list(how.value)
         ok = all(type(x) is int and x >= 0 for x in sizes) and sum(sizes) == n
-        return sizes if ok else None
+        return (sizes, d) if ok else None
     step = _int(how)
     if step is None or step <= 0:
         return None
     if name == "chunk":
         step = -(-n // step)
         if step == 0:
-            return [0]
-    return [min(step, n - i) for i in range(0, n, step)] or [0]
+            return [0], d
+    return [min(step, n - i) for i in range(0, n, step)] or [0], d
 
 
 def pieces(t: Tensor, sizes: list[int], d: int) -> list[Tensor]:

@@ -109,15 +109,15 @@ def _deciding(engine: Engine, st: PathState) -> Decision | None:
     if guard is None or at is None or _assert_at(engine, at[2].partition(":")[0], at[1]):
         return guard
 
-    def deployed(d: Decision) -> bool:
-        return any(not in_source(o) for i in _evaluated(d, _leaves(d.inputs)) for o in i.origins)
-
-    if deployed(guard):
-        return guard
-    if not raised_by_statement(engine, st):
+    if _read_deployment(guard) or not raised_by_statement(engine, st):
         return guard
     return next((d for d in reversed(_enclosing(engine, st) or ()) if d is not guard
-                 and deployed(d)), guard)  # fmt: skip
+                 and _read_deployment(d)), guard)  # fmt: skip
+
+
+def _read_deployment(d: Decision) -> bool:
+    """Did the test read a fact of the deployment (a provenance outside the source)?"""
+    return any(not in_source(o) for i in _evaluated(d, _leaves(d.inputs)) for o in i.origins)
 
 
 def _assert_at(engine: Engine, module: str, line: int) -> ast.Assert | None:
@@ -162,7 +162,7 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
         return False  # an assert: every value its condition read is known
     if not all(i.origins for i in read):
         return False
-    if any(not in_source(o) for i in read for o in i.origins):
+    if _read_deployment(guard):
         return True
     if is_assert:
         return False
@@ -178,7 +178,7 @@ def raised_by_statement(engine: Engine, st: PathState) -> bool:
     # each a value with a provenance, or an enum member (a backend the code chose: members
     # carry none of their own)
     known = all(i.origins or i.data[0] == "enum" for i in read_around)
-    return known and any(not in_source(o) for i in read_around for o in i.origins)
+    return known and any(_read_deployment(d) for d in enclosing if d is not guard)
 
 
 def _enclosing(engine: Engine, st: PathState) -> list[Decision] | None:
